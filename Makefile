@@ -1,0 +1,37 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Each sets up what it needs
+# (virtualenv, packages, testenv binaries) once, and is quiet when that is already done.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint unit binaries setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+# Finds kube-apiserver/etcd/kubectl like envtest does, else builds them once from the Go module proxy.
+binaries: $(STAMP)
+	@$(BIN)/reconcile testenv install --quiet
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+test: lint binaries
+	$(BIN)/pytest -q
+
+demo: binaries
+	$(BIN)/reconcile demo
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

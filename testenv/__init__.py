@@ -1,0 +1,45 @@
+"""testenv runs real kube-apiserver and etcd control planes for tests, like envtest does in Go.
+
+One Environment holds a host cluster and any number of member clusters on a shared etcd.
+Binaries are found by envtest's lookup order or built from the Go module proxy
+(``reconcile testenv install``). The pytest plugin (``testenv.plugin``) shares the control
+planes across a session.
+"""
+
+from testenv.apiserver import ADMIN_GROUPS, ADMIN_USER, APIServer
+from testenv.binaries import (
+    Binaries,
+    BinaryNotFound,
+    BuildError,
+    find_binaries,
+    install_binaries,
+    kubernetes_version,
+    store_dir,
+)
+from testenv.controlplane import ControlPlane, RequestError, User
+from testenv.crds import load_crds, load_manifests
+from testenv.environment import HOST, Environment
+from testenv.etcd import Etcd
+from testenv.process import StartError
+
+__all__ = [
+    "ADMIN_GROUPS",
+    "ADMIN_USER",
+    "APIServer",
+    "Binaries",
+    "BinaryNotFound",
+    "BuildError",
+    "ControlPlane",
+    "Environment",
+    "Etcd",
+    "HOST",
+    "RequestError",
+    "StartError",
+    "User",
+    "find_binaries",
+    "install_binaries",
+    "kubernetes_version",
+    "load_crds",
+    "load_manifests",
+    "store_dir",
+]

@@ -74,21 +74,22 @@ class APIServer:
         (certs / "client-ca.crt").write_bytes(self.client_ca.cert_pem)
         serving = self.serving_ca.issue_serving(["localhost", "127.0.0.1"])
         tls_cert, tls_key = serving.write(certs, "apiserver")
-        sa_key = certs / "sa.key"
-        sa_key.touch(mode=0o600)
-        sa_key.write_bytes(service_account_key())
+        sa_public, sa_key = service_account_key().write(certs, "sa")
         return {
             "etcd-servers": etcd_url,
             "etcd-prefix": etcd_prefix,
             "bind-address": "127.0.0.1",
             "advertise-address": "127.0.0.1",
+            # Current releases refuse a loopback advertise address for the endpoints of the
+            # `kubernetes` Service; nothing in a testenv cluster routes through it.
+            "endpoint-reconciler-type": "none",
             "secure-port": str(self.port),
             "cert-dir": str(certs),
             "tls-cert-file": str(tls_cert),
             "tls-private-key-file": str(tls_key),
             "client-ca-file": str(certs / "client-ca.crt"),
             "service-account-issuer": f"{self.url}/",
-            "service-account-key-file": str(sa_key),
+            "service-account-key-file": str(sa_public),
             "service-account-signing-key-file": str(sa_key),
             "service-cluster-ip-range": "10.0.0.0/24",
             "authorization-mode": "RBAC",

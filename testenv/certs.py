@@ -130,6 +130,14 @@ def _usage(*, cert_sign: bool) -> x509.KeyUsage:
     )
 
 
-def service_account_key() -> bytes:
-    """A PEM private key that signs (and, by its public half, verifies) service-account tokens."""
-    return _key_pem(_private_key())
+def service_account_key() -> KeyPair:
+    """A key pair for service-account tokens: ``key_pem`` signs, ``cert_pem`` is the public key.
+
+    kube-apiserver verifies tokens with ``--service-account-key-file``, which must hold the public
+    key (a PKCS#8 private key there is not accepted).
+    """
+    key = _private_key()
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return KeyPair(public, _key_pem(key))

@@ -112,7 +112,9 @@ class ControlPlane:
             method, self.url + path, data=data, headers=headers
         ) as response:
             raw = await response.read()
-            decoded = orjson.loads(raw) if raw else None
+            # Paths the server does not know answer in plain text ("404 page not found").
+            is_json = response.content_type == "application/json"
+            decoded = orjson.loads(raw) if raw and is_json else raw.decode(errors="replace")
             if response.status >= 300:
                 raise RequestError(method, path, response.status, decoded)
             return decoded

@@ -11,8 +11,10 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
-	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@echo "setting up $(VENV) (log: $(VENV)/install.log)"
+	@( $(BIN)/python -m pip install --disable-pip-version-check --upgrade pip \
+	   && $(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]' ) \
+	   > $(VENV)/install.log 2>&1 || { tail -40 $(VENV)/install.log; exit 1; }
 	@touch $@
 
 # Finds kube-apiserver/etcd/kubectl like envtest does, else builds them once from the Go module proxy.
@@ -31,7 +33,7 @@ test: lint binaries
 	$(BIN)/pytest -q
 
 demo: binaries
-	$(BIN)/reconcile demo
+	@$(BIN)/reconcile demo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -58,7 +58,11 @@ async def testenv(request: pytest.FixtureRequest) -> AsyncIterator[Environment]:
     try:
         binaries = find_binaries()
     except BinaryNotFound as error:
-        pytest.fail(str(error), pytrace=False)
+        missing = str(error)
+    else:
+        missing = ""
+    if missing:
+        pytest.fail(missing, pytrace=False)
     keep = bool(request.config.getoption("--testenv-keep"))
     crds: list[Path] = list(request.config.getini("testenv_crds"))
     env = Environment(binaries=binaries, crd_paths=crds, persistent=keep)
@@ -72,15 +76,23 @@ async def testenv(request: pytest.FixtureRequest) -> AsyncIterator[Environment]:
             await env.stop()
 
 
+_KEPT = pytest.StashKey[list[str]]()
+
+
 def _report_kept(config: pytest.Config, env: Environment) -> None:
     directory = save_state(env, Path(config.rootpath) / ".testenv-keep")
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
     lines = [f"testenv kept running; kubeconfigs in {directory}:"]
     lines += [f"  {name}: {directory / f'{name}.kubeconfig'}" for name in env.clusters]
     lines.append(f"stop it with: reconcile testenv down --dir {directory}")
-    if reporter is not None:
-        for line in lines:
-            reporter.write_line(line)
+    config.stash[_KEPT] = lines
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    # Fixture teardown output is captured; the summary is where a kept control plane is announced.
+    for line in config.stash.get(_KEPT, []):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,13 @@ from typing import IO, Final
 
 import anyio
 
-__all__ = ["ControlPlaneProcess", "StartError", "attach_output_default", "start_timeout_default"]
+__all__ = [
+    "ControlPlaneProcess",
+    "StartError",
+    "attach_output_default",
+    "pid_alive",
+    "start_timeout_default",
+]
 
 _PR_SET_PDEATHSIG: Final = 1
 _POLL_INTERVAL: Final = 0.1
@@ -43,6 +49,16 @@ def start_timeout_default() -> float:
 def attach_output_default() -> bool:
     """Whether ``KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT`` asks to show control-plane output."""
     return os.environ.get("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT", "").lower() in ("1", "true")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie (exited, not yet reaped by whoever adopted it) does not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    # The state follows the parenthesised command name, which may itself contain spaces.
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def _die_with_parent() -> None:

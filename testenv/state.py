@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from testenv.environment import Environment
+from testenv.process import pid_alive
 
 __all__ = ["STATE_FILE", "clear_state", "save_state", "stop_recorded", "write_kubeconfigs"]
 
@@ -50,36 +51,32 @@ def save_state(env: Environment, directory: Path, *, pids: list[int] | None = No
     return directory
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stop_recorded(directory: Path, *, timeout: float = 30.0) -> list[int]:
-    """SIGTERM the recorded processes, SIGKILL what is left after ``timeout``, remove the record.
+    """Stop the recorded processes in order (apiservers before their etcd), remove the record.
+
+    Each gets SIGTERM and, if still running after ``timeout`` seconds, SIGKILL.
 
     Raises:
         FileNotFoundError: ``directory`` holds no testenv record.
     """
     record = json.loads((directory / STATE_FILE).read_text())
-    pids: list[int] = [pid for pid in record["pids"] if _alive(pid)]
+    pids: list[int] = [pid for pid in record["pids"] if pid_alive(pid)]
     for pid in pids:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for pid in pids:
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        _terminate(pid, timeout)
     if record.get("directory"):
         shutil.rmtree(record["directory"], ignore_errors=True)
     clear_state(directory)
     return pids
+
+
+def _terminate(pid: int, timeout: float) -> None:
+    # An apiserver whose etcd is gone hangs in shutdown; hence one at a time, in record order.
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
 
 
 def clear_state(directory: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from testenv import Environment, StartError, find_binaries
+from testenv import Binaries, Environment, StartError
+from testenv.process import pid_alive
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -20,21 +20,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 HOLD = Path(__file__).parent / "testdata" / "hold_environment.py"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); a reaped or exited child of ours counts as gone.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
 async def _gone(pids: list[int]) -> bool:
-    return not any(_alive(pid) for pid in pids)
+    return not any(pid_alive(pid) for pid in pids)
 
 
 async def test_stop_leaves_no_process_and_no_directory() -> None:
@@ -44,7 +31,7 @@ async def test_stop_leaves_no_process_and_no_directory() -> None:
         pids = [p.apiserver.process.pid for p in env.clusters.values()] + [env.etcd.process.pid]
         directory = env.directory
         assert set(env.clusters) == {"host", "solo"}
-        assert all(pid is not None and _alive(pid) for pid in pids)
+        assert all(pid is not None and pid_alive(pid) for pid in pids)
     assert await eventually(lambda: _gone([p for p in pids if p]), timeout=5)
     assert not directory.exists()
 
@@ -70,7 +57,7 @@ async def test_no_orphans_when_the_owner_is_interrupted(how: str, signum: signal
         with anyio.fail_after(90):
             line = await proc.stdout.receive()
         started = json.loads(line.decode().splitlines()[0])
-        assert all(_alive(pid) for pid in started["pids"]), how
+        assert all(pid_alive(pid) for pid in started["pids"]), how
         proc.send_signal(signum)
         with anyio.fail_after(30):
             await proc.wait()
@@ -79,7 +66,9 @@ async def test_no_orphans_when_the_owner_is_interrupted(how: str, signum: signal
         assert not Path(started["directory"]).exists()
 
 
-async def test_cli_up_writes_kubeconfigs_and_down_stops_it(tmp_path: Path) -> None:
+async def test_cli_up_writes_kubeconfigs_and_down_stops_it(
+    binaries: Binaries, tmp_path: Path
+) -> None:
     reconcile = Path(sys.executable).parent / "reconcile"
     up = await anyio.open_process(
         [str(reconcile), "testenv", "up", "--members", "member1", "--dir", str(tmp_path)]
@@ -93,7 +82,7 @@ async def test_cli_up_writes_kubeconfigs_and_down_stops_it(tmp_path: Path) -> No
         for name in ("host", "member1"):
             kubeconfig = tmp_path / f"{name}.kubeconfig"
             assert kubeconfig.stat().st_mode & 0o077 == 0, "kubeconfig must be private"
-            kubectl = find_binaries().kubectl
+            kubectl = binaries.kubectl
             result = await anyio.run_process(
                 [str(kubectl), f"--kubeconfig={kubeconfig}", "get", "namespace", "default"]
             )

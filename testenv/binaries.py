@@ -102,32 +102,45 @@ def _store_candidates() -> Iterator[Path]:
         yield from sorted(others, key=_version_key, reverse=True)
 
 
+def _env_name(name: str) -> str:
+    return "TEST_ASSET_" + name.upper().replace("-", "_")
+
+
+def _places() -> list[Path]:
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    return [*([Path(assets)] if assets else []), *_store_candidates(), FALLBACK_DIR]
+
+
 def _lookup(name: str) -> Path | None:
-    explicit = os.environ.get("TEST_ASSET_" + name.upper().replace("-", "_"))
+    explicit = os.environ.get(_env_name(name))
     if explicit:
         return Path(explicit)
-    assets = os.environ.get("KUBEBUILDER_ASSETS")
-    places = [Path(assets)] if assets else []
-    places += [*_store_candidates(), FALLBACK_DIR]
-    for place in places:
+    for place in _places():
         if (place / name).is_file() and os.access(place / name, os.X_OK):
             return place / name
     return None
+
+
+def _where_looked(names: list[str]) -> str:
+    variables = ", ".join(_env_name(n) for n in names)
+    places = "\n".join(f"  - {place}" for place in _places())
+    return f"looked in ${variables}, then:\n{places}"
 
 
 def find_binaries() -> Binaries:
     """Locate the binaries by envtest's lookup order.
 
     Raises:
-        BinaryNotFound: naming every missing program and how to provide it.
+        BinaryNotFound: naming every missing program, where it looked and how to provide it.
     """
     found = {name: _lookup(name) for name in BINARY_NAMES}
     missing = [name for name, path in found.items() if path is None or not path.is_file()]
     if missing:
         raise BinaryNotFound(
-            f"control-plane binaries not found: {', '.join(missing)}. Run `reconcile testenv"
-            " install` (builds them from the Go module proxy), or point KUBEBUILDER_ASSETS or"
-            " TEST_ASSET_* at existing ones."
+            f"control-plane binaries not found: {', '.join(missing)}; {_where_looked(missing)}\n"
+            "Provide them with `reconcile testenv install` (builds them from the Go module proxy;"
+            " needs Go), with setup-envtest (`setup-envtest use`), or by pointing"
+            " KUBEBUILDER_ASSETS or TEST_ASSET_<NAME> at existing ones."
         )
     paths = {name: path for name, path in found.items() if path is not None}
     return Binaries(paths["kube-apiserver"], paths["etcd"], paths["kubectl"])
@@ -196,7 +209,11 @@ def _go_env() -> dict[str, str]:
 def _build(name: str, target: Path, say: Progress) -> None:
     go = shutil.which("go")
     if go is None:
-        raise BuildError(f"{name} is missing and `go` is not on PATH to build it")
+        raise BuildError(
+            f"{name} was not found ({_where_looked([name])}) and `go` is not on PATH to build it."
+            " Install Go >= 1.26, or provide the binary through setup-envtest, KUBEBUILDER_ASSETS"
+            f" or {_env_name(name)}."
+        )
     module_dir, package, flags = _build_plan(name)
     total = _count_packages(go, module_dir, package)
     say(f"building {name} from {package} ({total} packages; a cold build takes many minutes)")

@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from testenv import ControlPlane, RequestError
+from testenv import Binaries, ControlPlane, RequestError
 from testenv.kubeconfig import load_api_client
 from tests.helpers import eventually
 
@@ -61,7 +61,9 @@ async def test_watch_delivers_added_modified_deleted_in_order(
     assert seen == [("ADDED", "1"), ("MODIFIED", "2"), ("DELETED", "2")]
 
 
-async def test_kubectl_creates_and_reads_a_configmap(host: ControlPlane, namespace: str) -> None:
+async def test_kubectl_creates_gets_lists_and_watches_configmaps(
+    host: ControlPlane, namespace: str, binaries: Binaries
+) -> None:
     await host.kubectl(
         "create", "configmap", "from-kubectl", "-n", namespace, "--from-literal=tool=kubectl"
     )
@@ -69,11 +71,29 @@ async def test_kubectl_creates_and_reads_a_configmap(host: ControlPlane, namespa
     assert json.loads(shown.stdout)["data"] == {"tool": "kubectl"}
     # The object kubectl made is the one the API serves: one store behind both.
     core = client.CoreV1Api(host.api_client)
-    assert (await core.read_namespaced_config_map("from-kubectl", namespace)).data[
-        "tool"
-    ] == "kubectl"
+    read = await core.read_namespaced_config_map("from-kubectl", namespace)
+    assert read.data["tool"] == "kubectl"
+    listed = await host.kubectl("get", "configmaps", "-n", namespace, "-o", "name")
+    assert listed.stdout.split() == [b"configmap/from-kubectl"]
     version = await host.kubectl("version", "-o", "json")
     assert json.loads(version.stdout)["serverVersion"]["gitVersion"] == await host.server_version()
+
+    # --watch lists first, then watches from the list's resourceVersion: once the listed object is
+    # printed, a later create cannot be missed.
+    argv = [str(binaries.kubectl), f"--kubeconfig={host.kubeconfig}", "get", "configmaps"]
+    async with await anyio.open_process(
+        [*argv, "-n", namespace, "-o", "name", "--watch"]
+    ) as watch_:
+        assert watch_.stdout is not None
+        output = b""
+        with anyio.fail_after(20):
+            while b"configmap/from-kubectl" not in output:
+                output += await watch_.stdout.receive()
+            await host.kubectl("create", "configmap", "watched", "-n", namespace)
+            while b"configmap/watched" not in output:
+                output += await watch_.stdout.receive()
+        watch_.terminate()
+    assert output.split() == [b"configmap/from-kubectl", b"configmap/watched"]
 
 
 async def test_server_reports_its_real_version(host: ControlPlane) -> None:

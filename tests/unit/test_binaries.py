@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from testenv import BinaryNotFound, find_binaries, kubernetes_version, store_dir
+from testenv import (
+    BinaryNotFound,
+    BuildError,
+    find_binaries,
+    install_binaries,
+    kubernetes_version,
+    store_dir,
+)
 from testenv.binaries import _ldflags
 
 
@@ -109,3 +116,17 @@ def test_wrapper_replaces_every_staging_module_at_the_matching_tag() -> None:
     assert len(replaces) >= 30
     assert all(r[0] == r[2] and r[3] == f"v0.{minor}" for r in replaces)
     assert any(r[0] == "k8s.io/apiserver" for r in replaces)
+
+
+def test_missing_binary_without_go_says_where_it_looked_and_what_to_do(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(isolated / "no-tools-here"))
+    with pytest.raises(BuildError) as caught:
+        install_binaries()
+    message = str(caught.value)
+    assert str(store_dir()) in message
+    assert "usr-local-kubebuilder" in message
+    assert "`go` is not on PATH" in message
+    assert "KUBEBUILDER_ASSETS" in message
+    assert "TEST_ASSET_KUBE_APISERVER" in message

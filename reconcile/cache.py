@@ -1,0 +1,313 @@
+"""Cache owns one cluster's shared informers and answers reads from them.
+
+There is one informer per (GVK, namespace, label selector, field selector) scope, shared by every
+controller that asks. The cache is safe to start by construction, removing client-go's foot-guns:
+
+- an informer requested after the cache started is started at once (never an empty lister);
+- ``wait_for_cache_sync`` waits for the cache to be started, then for every informer requested so
+  far, so starting in a background task and then waiting works; it fails fast with the cause when a
+  reflector is refused (403 Forbidden, unknown resource) instead of hanging;
+- reads before start raise ``CacheNotStarted``; reads after start wait for their informer's sync.
+
+Reads return copies by default, so callers may change what they get (``copy_on_read=False`` hands
+out the shared objects for speed; they must then never be mutated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
+from reconcile.gvk import GVK
+from reconcile.informer import SharedInformer, Transform, strip_managed_fields
+from reconcile.labels import parse_selector
+from reconcile.reflector import ListerWatcher
+from reconcile.store import NAMESPACE_INDEX, IndexFunc, Obj, deep_copy
+
+__all__ = [
+    "DEFAULT_CACHE_SYNC_TIMEOUT",
+    "Cache",
+    "CacheNotStarted",
+    "CacheSyncError",
+    "InformerScope",
+    "ListerWatcherSource",
+]
+
+DEFAULT_CACHE_SYNC_TIMEOUT: Final = 120.0
+
+# Failures that retrying will not cure without someone acting: report them at once.
+_DEFINITIVE = (Forbidden, Unauthorized, NotFound, NoKindMatch)
+
+
+class CacheNotStarted(RuntimeError):
+    """A read reached the cache before it was started."""
+
+
+class CacheSyncError(RuntimeError):
+    """An informer did not sync; the message names it and the reflector's last error."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class ListerWatcherSource(Protocol):
+    """What the cache needs from a client: a ListerWatcher per scope."""
+
+    def lister_watcher(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ListerWatcher:
+        """The collection of ``gvk`` objects in that scope."""
+        ...
+
+
+@dataclass(frozen=True)
+class InformerScope:
+    """Which objects of a kind one informer holds."""
+
+    gvk: GVK
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+
+    def __str__(self) -> str:
+        parts = [str(self.gvk)]
+        if self.namespace:
+            parts.append(f"namespace={self.namespace}")
+        if self.label_selector:
+            parts.append(f"labels={self.label_selector}")
+        if self.field_selector:
+            parts.append(f"fields={self.field_selector}")
+        return ", ".join(parts)
+
+
+class Cache:
+    """Shared informers for one cluster plus a Reader over them.
+
+    Args:
+        source: makes ListerWatchers (a ``Client``).
+        namespace: restrict every informer to one namespace (default: all namespaces).
+        transform: applied to objects before they are stored (default strips managedFields).
+        resync_period: default resync period of handlers (default: none).
+        copy_on_read: return deep copies from get/list (default True).
+        sync_timeout: how long reads and wait_for_cache_sync wait (default 120 s).
+    """
+
+    def __init__(
+        self,
+        source: ListerWatcherSource,
+        *,
+        namespace: str | None = None,
+        transform: Transform | None = strip_managed_fields,
+        resync_period: float | None = None,
+        copy_on_read: bool = True,
+        sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
+    ) -> None:
+        self._source = source
+        self._namespace = namespace
+        self._transform = transform
+        self._resync_period = resync_period
+        self._copy_on_read = copy_on_read
+        self.sync_timeout = sync_timeout
+        self._informers: dict[InformerScope, SharedInformer] = {}
+        self._indexers: dict[GVK, dict[str, IndexFunc]] = {}
+        self._group: TaskGroup | None = None
+        self._started = anyio.Event()
+
+    # --- informers -----------------------------------------------------------------------------
+
+    def get_informer(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> SharedInformer:
+        """The shared informer for a scope; created on first request, started at once if running."""
+        scope = InformerScope(gvk, namespace or self._namespace, label_selector, field_selector)
+        informer = self._informers.get(scope)
+        if informer is None:
+            informer = self._new_informer(scope)
+            self._informers[scope] = informer
+            if self._group is not None:
+                self._group.start_soon(informer.run, name=f"informer {scope}")
+        return informer
+
+    def _new_informer(self, scope: InformerScope) -> SharedInformer:
+        lister_watcher = self._source.lister_watcher(
+            scope.gvk,
+            namespace=scope.namespace,
+            label_selector=scope.label_selector,
+            field_selector=scope.field_selector,
+        )
+        return SharedInformer(
+            lister_watcher,
+            name=str(scope),
+            indexers=self._indexers.get(scope.gvk),
+            transform=self._transform,
+            resync_period=self._resync_period,
+        )
+
+    def informers(self) -> dict[InformerScope, SharedInformer]:
+        """Every informer requested so far."""
+        return dict(self._informers)
+
+    def index_field(self, gvk: GVK, name: str, func: IndexFunc) -> None:
+        """Index every ``gvk`` object under ``func(obj)``; queried by ``list(..., index=...)``.
+
+        Informers that exist already are backfilled; later ones are created with the index.
+        """
+        self._indexers.setdefault(gvk, {})[name] = func
+        for scope, informer in self._informers.items():
+            if scope.gvk == gvk:
+                informer.add_indexers({name: func})
+
+    # --- running -------------------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """Whether run() is active."""
+        return self._group is not None
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run every informer, including ones requested later, until cancelled."""
+        if self._group is not None:
+            raise RuntimeError("cache is already running")
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                for scope, informer in self._informers.items():
+                    group.start_soon(informer.run, name=f"informer {scope}")
+                self._started.set()
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            self._group = None
+            self._started = anyio.Event()
+
+    def has_synced(self) -> bool:
+        """Whether the cache runs and every informer requested so far has synced."""
+        return self.started and all(i.has_synced() for i in self._informers.values())
+
+    async def wait_for_cache_sync(self, timeout: float | None = None) -> None:
+        """Wait for the cache to start and for every informer requested so far to sync.
+
+        Raises:
+            CacheSyncError: an informer's reflector was refused for good (403, 401, unknown
+                resource), or ``timeout`` (default ``sync_timeout``) passed; names the informer
+                and the cause.
+        """
+        limit = self.sync_timeout if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            await self._started.wait()
+            while True:
+                pending = [i for i in self._informers.values() if not i.has_synced()]
+                if not pending:
+                    return
+                _raise_definitive(pending)
+                await _wait_any_state(pending)
+        raise self._timeout_error(limit)
+
+    def _timeout_error(self, limit: float) -> CacheSyncError:
+        if not self.started:
+            return CacheSyncError(f"cache was not started within {limit:.0f}s")
+        pending = [i for i in self._informers.values() if not i.has_synced()]
+        causes = "; ".join(f"{i.name}: {i.last_error or 'no answer yet'}" for i in pending)
+        last = next((i.last_error for i in pending if i.last_error), None)
+        return CacheSyncError(f"caches did not sync within {limit:.0f}s: {causes}", last)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    async def _synced_informer(self, gvk: GVK) -> SharedInformer:
+        if not self.started:
+            raise CacheNotStarted(f"cache read of {gvk} before the cache was started")
+        # Reads share one informer per kind across namespaces, like controller-runtime's cache.
+        informer = self.get_informer(gvk)
+        if not informer.has_synced():
+            with anyio.move_on_after(self.sync_timeout):
+                while not informer.has_synced():
+                    _raise_definitive([informer])
+                    await informer.state.wait()
+            if not informer.has_synced():
+                raise CacheSyncError(f"{informer.name} did not sync: {informer.last_error}")
+        return informer
+
+    async def get(self, gvk: GVK, name: str, namespace: str | None = None) -> Obj:
+        """The cached object (a copy unless copy_on_read is off).
+
+        Raises:
+            NotFound: not in the cache.
+            CacheNotStarted, CacheSyncError: as described on the class.
+        """
+        informer = await self._synced_informer(gvk)
+        key = f"{namespace}/{name}" if namespace else name
+        obj = informer.indexer.get(key)
+        if obj is None:
+            raise NotFound(
+                {"code": 404, "reason": "NotFound", "message": f"{gvk.kind} {key!r} not found"}
+            )
+        return self._out(obj)
+
+    async def list(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[Obj]:
+        """Cached objects, optionally in one namespace, matching a label selector or an index.
+
+        Raises:
+            ValueError: an invalid label selector.
+            KeyError: ``index`` names an index that was never registered with index_field.
+            CacheNotStarted, CacheSyncError: as described on the class.
+        """
+        selector = parse_selector(label_selector)
+        informer = await self._synced_informer(gvk)
+        indexer = informer.indexer
+        if index is not None:
+            found = indexer.by_index(*index)
+            if namespace:
+                found = [o for o in found if o["metadata"].get("namespace") == namespace]
+        elif namespace:
+            found = indexer.by_index(NAMESPACE_INDEX, namespace)
+        else:
+            found = indexer.values()
+        return [self._out(o) for o in found if selector.matches_object(o)]
+
+    def _out(self, obj: Obj) -> Obj:
+        copied: Obj = deep_copy(obj) if self._copy_on_read else obj
+        return copied
+
+
+def _raise_definitive(pending: list[SharedInformer]) -> None:
+    for informer in pending:
+        if isinstance(informer.last_error, _DEFINITIVE):
+            raise CacheSyncError(
+                f"informer {informer.name} cannot sync: {informer.last_error}", informer.last_error
+            )
+
+
+async def _wait_any_state(informers: list[SharedInformer]) -> None:
+    """Return as soon as any of the informers reports a state change."""
+    # Take the events now: a change between this check and the waiters starting must still count.
+    events = [informer.state.current() for informer in informers]
+    async with anyio.create_task_group() as group:
+
+        async def waiter(event: anyio.Event) -> None:
+            await event.wait()
+            group.cancel_scope.cancel()
+
+        for event in events:
+            group.start_soon(waiter, event)

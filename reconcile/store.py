@@ -1,0 +1,148 @@
+"""Store is the thread-free, indexed map of objects an informer keeps in sync with the apiserver.
+
+Objects are keyed ``namespace/name`` (``name`` when cluster-scoped). Indexers map an index name to
+a function giving the values an object is filed under; ``namespace`` is always present. Indexes
+follow every add, update, delete and replace, and an indexer added later is backfilled.
+
+Stored objects are shared with every reader: they must never be mutated. Readers that want to
+change an object take a copy (``deep_copy``); the cache's readers do that by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+__all__ = [
+    "NAMESPACE_INDEX",
+    "IndexFunc",
+    "Indexer",
+    "Obj",
+    "deep_copy",
+    "object_key",
+]
+
+Obj = dict[str, Any]
+IndexFunc = Callable[[Obj], Iterable[str]]
+
+NAMESPACE_INDEX: Final = "namespace"
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for a cluster-scoped object."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+def _namespace_index(obj: Obj) -> list[str]:
+    namespace = obj["metadata"].get("namespace")
+    return [namespace] if namespace else []
+
+
+def deep_copy(value: Any) -> Any:
+    """A deep copy of decoded JSON (dicts, lists, scalars); much faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: deep_copy(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [deep_copy(v) if isinstance(v, dict | list) else v for v in value]
+    return value
+
+
+class Indexer:
+    """Objects by key plus secondary indexes; all operations are synchronous and O(values)."""
+
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+        self._items: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: _namespace_index}
+        self._indices: dict[str, dict[str, set[str]]] = {NAMESPACE_INDEX: {}}
+        self.add_indexers(indexers or {})
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    def get(self, key: str) -> Obj | None:
+        """The stored object under ``key`` (shared: do not mutate), or None."""
+        return self._items.get(key)
+
+    def values(self) -> list[Obj]:
+        """Every stored object (shared: do not mutate)."""
+        return list(self._items.values())
+
+    def keys(self) -> list[str]:
+        """Every key."""
+        return list(self._items)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add indexes, filing every object already stored under them.
+
+        Raises:
+            ValueError: an index of that name exists already.
+        """
+        for name, func in indexers.items():
+            if name in self._indexers:
+                raise ValueError(f"indexer {name!r} already exists")
+            self._indexers[name] = func
+            index: dict[str, set[str]] = {}
+            self._indices[name] = index
+            for key, obj in self._items.items():
+                for value in func(obj):
+                    index.setdefault(value, set()).add(key)
+
+    def index_names(self) -> list[str]:
+        """The names of all indexes."""
+        return list(self._indexers)
+
+    def by_index(self, index_name: str, value: str) -> list[Obj]:
+        """Objects filed under ``value`` in ``index_name``.
+
+        Raises:
+            KeyError: no such index.
+        """
+        return [self._items[key] for key in self.index_keys(index_name, value)]
+
+    def index_keys(self, index_name: str, value: str) -> list[str]:
+        """Keys filed under ``value`` in ``index_name``, sorted.
+
+        Raises:
+            KeyError: no such index.
+        """
+        if index_name not in self._indices:
+            raise KeyError(f"no index named {index_name!r}")
+        return sorted(self._indices[index_name].get(value, ()))
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Store ``obj`` under its key; returns the object it replaced, if any."""
+        key = object_key(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = obj
+        self._index(key, obj)
+        return old
+
+    def delete(self, key: str) -> Obj | None:
+        """Remove the object under ``key``; returns it, or None when absent."""
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def _index(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]

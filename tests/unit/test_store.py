@@ -1,0 +1,78 @@
+"""Indexer: keys, the namespace index, custom indexes, backfill, and index upkeep on change."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from reconcile.store import Indexer, Obj, deep_copy, object_key
+
+
+def _cm(name: str, namespace: str | None = "default", **labels: str) -> Obj:
+    meta: Obj = {"name": name, "labels": labels}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+
+def _by_app(obj: Obj) -> list[str]:
+    app = obj["metadata"]["labels"].get("app")
+    return [app] if app else []
+
+
+def test_keys_are_namespace_slash_name_or_name() -> None:
+    assert object_key(_cm("a")) == "default/a"
+    assert object_key(_cm("node-1", namespace=None)) == "node-1"
+
+
+def test_namespace_index_is_built_in() -> None:
+    store = Indexer()
+    for obj in (_cm("a", "x"), _cm("b", "x"), _cm("c", "y")):
+        store.upsert(obj)
+    assert store.index_keys("namespace", "x") == ["x/a", "x/b"]
+    assert [o["metadata"]["name"] for o in store.by_index("namespace", "y")] == ["c"]
+
+
+def test_custom_index_follows_updates_and_deletes() -> None:
+    store = Indexer({"app": _by_app})
+    store.upsert(_cm("a", app="web"))
+    store.upsert(_cm("b", app="web"))
+    assert store.index_keys("app", "web") == ["default/a", "default/b"]
+    store.upsert(_cm("a", app="db"))
+    assert store.index_keys("app", "web") == ["default/b"]
+    assert store.index_keys("app", "db") == ["default/a"]
+    store.delete("default/b")
+    assert store.index_keys("app", "web") == []
+    assert len(store) == 1
+
+
+def test_an_index_added_later_is_backfilled() -> None:
+    store = Indexer()
+    store.upsert(_cm("a", app="web"))
+    store.add_indexers({"app": _by_app})
+    assert store.index_keys("app", "web") == ["default/a"]
+    with pytest.raises(ValueError, match="already exists"):
+        store.add_indexers({"app": _by_app})
+
+
+def test_unknown_index_is_a_key_error() -> None:
+    with pytest.raises(KeyError, match="nope"):
+        Indexer().by_index("nope", "x")
+
+
+def test_upsert_returns_the_replaced_object_and_delete_the_removed_one() -> None:
+    store = Indexer()
+    first, second = _cm("a", v="1"), _cm("a", v="2")
+    assert store.upsert(first) is None
+    assert store.upsert(second) is first
+    assert store.delete("default/a") is second
+    assert store.delete("default/a") is None
+
+
+def test_deep_copy_is_independent_and_equal() -> None:
+    original = {"a": [1, {"b": [2, 3]}], "c": {"d": None, "e": "x"}}
+    copied = deep_copy(original)
+    assert copied == original == copy.deepcopy(original)
+    copied["a"][1]["b"].append(4)
+    assert original["a"][1]["b"] == [2, 3]

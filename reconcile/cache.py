@@ -233,14 +233,28 @@ class Cache:
             raise CacheNotStarted(f"cache read of {gvk} before the cache was started")
         # Reads share one informer per kind across namespaces, like controller-runtime's cache.
         informer = self.get_informer(gvk)
-        if not informer.has_synced():
-            with anyio.move_on_after(self.sync_timeout):
-                while not informer.has_synced():
-                    _raise_definitive([informer])
-                    await informer.state.wait()
-            if not informer.has_synced():
-                raise CacheSyncError(f"{informer.name} did not sync: {informer.last_error}")
+        await self.wait_for_informer(informer)
         return informer
+
+    async def wait_for_informer(
+        self, informer: SharedInformer, timeout: float | None = None
+    ) -> None:
+        """Wait until one informer synced.
+
+        Raises:
+            CacheSyncError: its reflector was refused for good, or ``timeout`` (default
+                ``sync_timeout``) passed.
+        """
+        limit = self.sync_timeout if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            while not informer.has_synced():
+                _raise_definitive([informer])
+                await informer.state.wait()
+            return
+        raise CacheSyncError(
+            f"{informer.name} did not sync within {limit:.0f}s: {informer.last_error}",
+            informer.last_error,
+        )
 
     async def get(self, gvk: GVK, name: str, namespace: str | None = None) -> Obj:
         """The cached object (a copy unless copy_on_read is off).

@@ -33,7 +33,7 @@ from reconcile.reflector import (
 from reconcile.store import Indexer, IndexFunc, Obj, object_key
 
 __all__ = [
-    "EventHandler",
+    "ResourceEventHandler",
     "FuncHandler",
     "HandlerRegistration",
     "SharedInformer",
@@ -54,7 +54,7 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
-class EventHandler(Protocol):
+class ResourceEventHandler(Protocol):
     """Receives an informer's notifications; every method must return quickly."""
 
     def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
@@ -69,7 +69,7 @@ class EventHandler(Protocol):
 
 @dataclass(frozen=True)
 class FuncHandler:
-    """An EventHandler made of optional functions."""
+    """A ResourceEventHandler made of optional functions."""
 
     add: Callable[[Obj, bool], None] | None = None
     update: Callable[[Obj, Obj], None] | None = None
@@ -94,7 +94,9 @@ class FuncHandler:
 class HandlerRegistration:
     """One handler's registration on an informer; ask it whether that handler has synced."""
 
-    def __init__(self, informer: SharedInformer, handler: EventHandler, resync: float | None):
+    def __init__(
+        self, informer: SharedInformer, handler: ResourceEventHandler, resync: float | None
+    ):
         self.informer = informer
         self.handler = handler
         self.resync_period = resync
@@ -166,7 +168,7 @@ class SharedInformer:
     # --- handlers --------------------------------------------------------------------------------
 
     def add_event_handler(
-        self, handler: EventHandler, *, resync_period: float | None = None
+        self, handler: ResourceEventHandler, *, resync_period: float | None = None
     ) -> HandlerRegistration:
         """Register ``handler``; after sync it first receives the whole store as adds."""
         registration = HandlerRegistration(self, handler, resync_period or self._resync_period)

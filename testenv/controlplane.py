@@ -98,6 +98,14 @@ class ControlPlane:
                 await session.close()
             await self.apiserver.stop()
 
+    async def stop_apiserver(self) -> None:
+        """Stop only the kube-apiserver (clients stay open): watches break, requests fail."""
+        await self.apiserver.stop()
+
+    async def start_apiserver(self, *, timeout: float = 60.0) -> None:
+        """Start the kube-apiserver again on the same port and storage after stop_apiserver()."""
+        await self.apiserver.start(timeout=timeout)
+
     async def request(self, method: str, path: str, body: Any = None) -> Any:
         """Send one admin request to the apiserver and return the decoded JSON body.
 

@@ -23,7 +23,7 @@ CONFIGMAP = GVK("", "v1", "ConfigMap")
 
 
 class Recorder:
-    """An EventHandler writing down what it is told, as (kind, name, version) tuples."""
+    """An ResourceEventHandler writing down what it is told, as (kind, name, version) tuples."""
 
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []

@@ -21,11 +21,11 @@ from typing import Final, Protocol
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from reconcile.client import ListerWatcher
 from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer, Transform, strip_managed_fields
 from reconcile.labels import parse_selector
-from reconcile.reflector import ListerWatcher
 from reconcile.store import NAMESPACE_INDEX, IndexFunc, Obj, deep_copy
 
 __all__ = [

@@ -22,11 +22,11 @@ from typing import Final, Protocol
 import anyio
 import structlog
 
+from reconcile.client import ListerWatcher
 from reconcile.reflector import (
     DEFAULT_INACTIVITY_TIMEOUT,
     DEFAULT_MIN_WATCH_TIMEOUT,
     Backoff,
-    ListerWatcher,
     Reflector,
     StateSignal,
 )

@@ -16,14 +16,15 @@ reaches the user instead of an endless wait)."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+import aiohttp
 import anyio
 import structlog
 
+from reconcile.client import ListerWatcher
 from reconcile.errors import ApiError, Gone, TooManyRequests, api_error
 from reconcile.store import Obj
 
@@ -34,32 +35,6 @@ log = structlog.get_logger("reconcile.reflector")
 DEFAULT_PAGE_SIZE: Final = 500
 DEFAULT_INACTIVITY_TIMEOUT: Final = 70.0
 DEFAULT_MIN_WATCH_TIMEOUT: Final = 300
-
-
-class ListerWatcher(Protocol):
-    """One collection to list and watch (``Client.lister_watcher`` makes these)."""
-
-    async def list(
-        self,
-        *,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-    ) -> dict[str, Any]:
-        """One page of the collection, as the raw List object."""
-        ...
-
-    def watch(
-        self,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_watch_bookmarks: bool = True,
-        send_initial_events: bool = False,
-    ) -> AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
-        """A stream of raw watch events, closed on exit."""
-        ...
 
 
 class ReflectorSink(Protocol):
@@ -201,13 +176,18 @@ class Reflector:
         self._on_state()
 
     async def _list_all(self, resource_version: str) -> tuple[list[Obj], str]:
+        # As client-go: only a quorum read ("") is paginated. With a version the watch cache
+        # answers whole, no older than it; a limit there would turn it into an exact read from
+        # etcd, whose answer at the old version sends the next watch straight into a 410 again.
+        paginate = resource_version == ""
+        match = "NotOlderThan" if resource_version not in ("", "0") else None
         items: list[Obj] = []
         token: str | None = None
         while True:
-            # resourceVersion "0" is served whole from the watch cache; limit applies otherwise.
             page = await self._lw.list(
                 resource_version=resource_version if token is None else None,
-                limit=self._page_size,
+                resource_version_match=match if token is None else None,
+                limit=self._page_size if paginate else None,
                 continue_=token,
             )
             items += _typed_items(page)
@@ -221,8 +201,8 @@ class Reflector:
             try:
                 await self._watch_once()
                 failures = 0
-            except (TooManyRequests, OSError, TimeoutError) as error:
-                # The server is throttling or briefly away: keep our place and retry the watch.
+            except (TooManyRequests, OSError, TimeoutError, aiohttp.ClientError) as error:
+                # Throttled, or the server is away or dropped the stream: keep our place, re-watch.
                 self._fail(error)
                 failures += 1
                 await anyio.sleep(self._backoff.delay(failures))

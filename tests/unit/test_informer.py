@@ -8,10 +8,11 @@ import anyio
 import pytest
 
 from reconcile.cache import Cache, CacheNotStarted, CacheSyncError
+from reconcile.client import ListerWatcher
 from reconcile.errors import Forbidden
 from reconcile.gvk import GVK
 from reconcile.informer import FuncHandler, SharedInformer
-from reconcile.reflector import Backoff, ListerWatcher
+from reconcile.reflector import Backoff
 from reconcile.store import Obj
 from tests.helpers import eventually
 from tests.unit.scripted import HANG, Script, cm, page

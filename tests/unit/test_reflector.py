@@ -105,6 +105,9 @@ async def test_a_gone_list_falls_back_to_a_quorum_read() -> None:
     )
     await _run_until(script, lambda r, _s: r.relists == 2)
     assert [c["resource_version"] for c in script.list_calls] == ["0", "10", ""]
+    # Only the quorum read is paginated; a versioned read asks for "not older than" that version.
+    assert [c["limit"] for c in script.list_calls] == [None, None, 500]
+    assert script.list_calls[1]["resource_version_match"] == "NotOlderThan"
 
 
 async def test_pages_are_followed_and_replaced_as_one() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -71,7 +72,7 @@ def test_upsert_returns_the_replaced_object_and_delete_the_removed_one() -> None
 
 
 def test_deep_copy_is_independent_and_equal() -> None:
-    original = {"a": [1, {"b": [2, 3]}], "c": {"d": None, "e": "x"}}
+    original: dict[str, Any] = {"a": [1, {"b": [2, 3]}], "c": {"d": None, "e": "x"}}
     copied = deep_copy(original)
     assert copied == original == copy.deepcopy(original)
     copied["a"][1]["b"].append(4)

@@ -15,6 +15,7 @@ out the shared objects for speed; they must then never be mutated).
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -26,7 +27,7 @@ from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer, Transform, strip_managed_fields
 from reconcile.labels import parse_selector
-from reconcile.store import NAMESPACE_INDEX, IndexFunc, Obj, deep_copy
+from reconcile.store import NAMESPACE_INDEX, IndexFunc, Obj, deep_copy, object_key
 
 __all__ = [
     "DEFAULT_CACHE_SYNC_TIMEOUT",
@@ -256,7 +257,7 @@ class Cache:
             informer.last_error,
         )
 
-    async def get(self, gvk: GVK, name: str, namespace: str | None = None) -> Obj:
+    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Obj:
         """The cached object (a copy unless copy_on_read is off).
 
         Raises:
@@ -278,31 +279,76 @@ class Cache:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         index: tuple[str, str] | None = None,
-    ) -> list[Obj]:
-        """Cached objects, optionally in one namespace, matching a label selector or an index.
+        **_paging: object,
+    ) -> Obj:
+        """A List object of cached objects, like the apiserver's (``items``, resourceVersion).
+
+        ``namespace`` narrows to one namespace; ``label_selector`` filters as the apiserver
+        does; ``field_selector`` supports ``metadata.name``, ``metadata.namespace`` and any
+        ``<field>=<value>`` indexed with ``index_field(gvk, "field:<field>", func)`` (as in
+        controller-runtime); ``index=(name, value)`` queries any registered index. Paging
+        arguments (limit, continue) are accepted and ignored: the whole answer is in memory.
 
         Raises:
-            ValueError: an invalid label selector.
-            KeyError: ``index`` names an index that was never registered with index_field.
+            ValueError: an invalid selector, or a field selector without its index.
             CacheNotStarted, CacheSyncError: as described on the class.
         """
         selector = parse_selector(label_selector)
         informer = await self._synced_informer(gvk)
+        found = self._candidates(informer, namespace, field_selector, index)
+        items = [self._out(o) for o in found if selector.matches_object(o)]
+        return {
+            "apiVersion": gvk.api_version,
+            "kind": f"{gvk.kind}List",
+            "metadata": {"resourceVersion": informer.reflector.last_sync_resource_version},
+            "items": items,
+        }
+
+    def _candidates(
+        self,
+        informer: SharedInformer,
+        namespace: str | None,
+        field_selector: str | None,
+        index: tuple[str, str] | None,
+    ) -> builtins.list[Obj]:
         indexer = informer.indexer
+        found = indexer.by_index(NAMESPACE_INDEX, namespace) if namespace else indexer.values()
         if index is not None:
-            found = indexer.by_index(*index)
-            if namespace:
-                found = [o for o in found if o["metadata"].get("namespace") == namespace]
-        elif namespace:
-            found = indexer.by_index(NAMESPACE_INDEX, namespace)
-        else:
-            found = indexer.values()
-        return [self._out(o) for o in found if selector.matches_object(o)]
+            found = _only_keys(found, indexer.index_keys(*index))
+        for field, value in _field_clauses(field_selector):
+            if field in ("metadata.name", "metadata.namespace"):
+                attribute = field.removeprefix("metadata.")
+                found = [o for o in found if o["metadata"].get(attribute) == value]
+            elif f"field:{field}" in indexer.index_names():
+                found = _only_keys(found, indexer.index_keys(f"field:{field}", value))
+            else:
+                raise ValueError(
+                    f"field selector {field!r} needs an index: "
+                    f"cache.index_field(gvk, 'field:{field}', func)"
+                )
+        return found
 
     def _out(self, obj: Obj) -> Obj:
         copied: Obj = deep_copy(obj) if self._copy_on_read else obj
         return copied
+
+
+def _only_keys(objects: builtins.list[Obj], keys: builtins.list[str]) -> builtins.list[Obj]:
+    wanted = set(keys)
+    return [o for o in objects if object_key(o) in wanted]
+
+
+def _field_clauses(selector: str | None) -> builtins.list[tuple[str, str]]:
+    """``a=b,c==d`` as pairs; only equality is supported by indexes."""
+    clauses = []
+    for clause in filter(None, (selector or "").split(",")):
+        field, operator, value = clause.partition("=")
+        if not operator or field.endswith("!"):
+            raise ValueError(f"unsupported field selector clause {clause!r} (use field=value)")
+        clauses.append((field.strip(), value.removeprefix("=").strip()))
+    return clauses
 
 
 def _raise_definitive(pending: list[SharedInformer]) -> None:

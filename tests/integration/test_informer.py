@@ -244,7 +244,7 @@ async def test_cache_foot_guns_against_the_real_apiserver(
     async with anyio.create_task_group() as group:
         group.start_soon(cache.run)  # not awaited: the seed's background start
         await cache.wait_for_cache_sync()
-        assert (await cache.get(CONFIGMAP, "seen", namespace))["metadata"]["name"] == "seen"
+        assert (await cache.get(CONFIGMAP, "seen", namespace=namespace))["metadata"]["name"] == "seen"
         # Asked for after start: starts at once and syncs.
         late = cache.get_informer(SECRET)
         await cache.wait_for_cache_sync()

@@ -163,7 +163,7 @@ def _cache(**scripts: Script) -> Cache:
 async def test_reads_before_start_raise() -> None:
     cache = _cache(ConfigMap=Script([], []))
     with pytest.raises(CacheNotStarted):
-        await cache.get(CONFIGMAP, "a", "ns")
+        await cache.get(CONFIGMAP, "a", namespace="ns")
 
 
 async def test_start_in_background_then_wait_really_waits() -> None:
@@ -175,9 +175,9 @@ async def test_start_in_background_then_wait_really_waits() -> None:
         group.start_soon(cache.run)
         await cache.wait_for_cache_sync()
         assert cache.has_synced()
-        got = await cache.get(CONFIGMAP, "a", "ns")
+        got = await cache.get(CONFIGMAP, "a", namespace="ns")
         got["metadata"]["name"] = "changed"
-        again = await cache.get(CONFIGMAP, "a", "ns")
+        again = await cache.get(CONFIGMAP, "a", namespace="ns")
         assert again["metadata"]["name"] == "a", "reads are copies"
         group.cancel_scope.cancel()
 
@@ -191,7 +191,9 @@ async def test_an_informer_requested_after_start_starts_and_syncs() -> None:
         late = cache.get_informer(GVK("", "v1", "Secret"))
         await cache.wait_for_cache_sync()
         assert late.has_synced()
-        assert [o["metadata"]["name"] for o in await cache.list(GVK("", "v1", "Secret"))] == ["s"]
+        listed = await cache.list(GVK("", "v1", "Secret"))
+        assert [o["metadata"]["name"] for o in listed["items"]] == ["s"]
+        assert listed["kind"] == "SecretList"
         group.cancel_scope.cancel()
 
 
@@ -236,8 +238,13 @@ async def test_index_and_selector_queries() -> None:
     cache.index_field(CONFIGMAP, "app", lambda o: [o["metadata"]["labels"]["app"]])
     async with anyio.create_task_group() as group:
         await group.start(cache.run)
-        names = [o["metadata"]["name"] for o in await cache.list(CONFIGMAP, index=("app", "db"))]
-        assert sorted(names) == ["b", "c"]
+        by_app = await cache.list(CONFIGMAP, index=("app", "db"))
+        assert sorted(o["metadata"]["name"] for o in by_app["items"]) == ["b", "c"]
         in_x = await cache.list(CONFIGMAP, namespace="x", label_selector="app=db")
-        assert [o["metadata"]["name"] for o in in_x] == ["c"]
+        assert [o["metadata"]["name"] for o in in_x["items"]] == ["c"]
+        cache.index_field(CONFIGMAP, "field:data.colour", lambda o: ["n/a"])
+        by_field = await cache.list(CONFIGMAP, field_selector="data.colour=n/a,metadata.name=a")
+        assert [o["metadata"]["name"] for o in by_field["items"]] == ["a"]
+        with pytest.raises(ValueError, match="needs an index"):
+            await cache.list(CONFIGMAP, field_selector="spec.other=x")
         group.cancel_scope.cancel()

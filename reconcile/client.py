@@ -26,7 +26,7 @@ import builtins
 import contextlib
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import metadata
@@ -372,6 +372,8 @@ class Client:
         self.retry = retry or RetryAfter()
         self.request_timeout = request_timeout
         self.mapper = RESTMapper(self._get_json, min_refresh_interval=discovery_refresh_interval)
+        self.write_guard: Callable[[str, str], None] | None = None
+        """Called before every request that is not a GET; raises to refuse it (non-leaders)."""
         self._api: ApiClient | None = None
 
     @classmethod
@@ -428,6 +430,8 @@ class Client:
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
         """Send one request once the limiter allows; the caller must release the response."""
+        if method != "GET" and self.write_guard is not None:
+            self.write_guard(method, path)
         await self.limiter.acquire()
         api = self._api_client()
         configuration = api.configuration

@@ -24,15 +24,14 @@ import aiohttp
 import anyio
 import structlog
 
-from reconcile.client import ListerWatcher
+from reconcile.client import DEFAULT_PAGE_SIZE, ListerWatcher
 from reconcile.errors import ApiError, Gone, TooManyRequests, api_error
 from reconcile.store import Obj
 
-__all__ = ["Backoff", "ListerWatcher", "Reflector", "ReflectorSink", "StateSignal"]
+__all__ = ["Backoff", "Reflector", "ReflectorSink", "StateSignal"]
 
 log = structlog.get_logger("reconcile.reflector")
 
-DEFAULT_PAGE_SIZE: Final = 500
 DEFAULT_INACTIVITY_TIMEOUT: Final = 70.0
 DEFAULT_MIN_WATCH_TIMEOUT: Final = 300
 

@@ -1,0 +1,231 @@
+"""Controller runs a Reconciler: sources fill a work queue, workers reconcile what comes out.
+
+Start order, as in controller-runtime: the queue, then every source, then a wait until all sources
+synced (bounded by ``cache_sync_timeout``; a failure names its cause), then the workers. Sources
+watched after start begin at once. Per request, in order: an exception requeues it with the rate
+limiter's per-key backoff (the worker lives on); a ``TerminalError`` is recorded and not retried;
+``Result(requeue_after=s)`` forgets the backoff and looks again in ``s`` seconds; anything else
+forgets the backoff. One key is never reconciled by two workers at once.
+
+Stopping (cancellation) shuts the queue, lets in-flight reconciles finish within
+``graceful_shutdown_timeout`` and then cancels what is left.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+from prometheus_client import CollectorRegistry
+
+from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT
+from reconcile.metrics import ControllerMetrics, WorkQueueMetrics
+from reconcile.ratelimiter import RateLimiter
+from reconcile.reconciler import (
+    Reconciler,
+    ReconcilerFunc,
+    Request,
+    Result,
+    TerminalError,
+    as_reconciler,
+)
+from reconcile.source import Source
+from reconcile.workqueue import QueueShutDown, WorkQueue
+
+__all__ = [
+    "DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT",
+    "Controller",
+    "ControllerOptions",
+    "SourceSyncError",
+]
+
+DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Final = 30.0
+
+# Python's counterparts of a Go panic (nil dereference, index out of range, bad conversion):
+# counted as panics as well as errors.
+_PANICS: Final = (
+    AssertionError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    NameError,
+    TypeError,
+    ZeroDivisionError,
+    RecursionError,
+)
+
+log = structlog.get_logger("reconcile.controller")
+
+
+class SourceSyncError(RuntimeError):
+    """A controller's source did not sync; the controller does not start its workers."""
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    """How a controller runs. Every field documents its default."""
+
+    max_concurrent_reconciles: int = 1
+    """Workers reconciling in parallel. Defaults to 1."""
+    rate_limiter: RateLimiter | None = None
+    """Backoff for failed requests. Defaults to default_controller_rate_limiter()."""
+    reconcile_timeout: float | None = None
+    """Seconds after which one reconcile is cancelled and retried. Defaults to none."""
+    cache_sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT
+    """Seconds to wait for sources to sync before failing. Defaults to 120."""
+    graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
+    """Seconds in-flight reconciles may take to finish on stop. Defaults to 30."""
+
+
+class Controller:
+    """A named reconciler with its queue, sources and workers; run it with ``run()``."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler | ReconcilerFunc,
+        *,
+        options: ControllerOptions | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.name = name
+        self.reconciler = as_reconciler(reconciler)
+        self.options = options or ControllerOptions()
+        if self.options.max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        registry = registry or CollectorRegistry()
+        self.queue: WorkQueue[Request] = WorkQueue(
+            rate_limiter=self.options.rate_limiter,
+            metrics=WorkQueueMetrics.for_registry(registry).for_queue(name, name),
+        )
+        self.metrics = ControllerMetrics.for_registry(registry).for_controller(name)
+        self.metrics.max_concurrent(self.options.max_concurrent_reconciles)
+        self._sources: list[Source] = []
+        self._group: TaskGroup | None = None
+        self._inflight: set[anyio.CancelScope] = set()
+        self._idle = anyio.Event()
+
+    def watch(self, source: Source) -> None:
+        """Add a source; after start it starts (and syncs) at once."""
+        self._sources.append(source)
+        if self._group is not None:
+            self._group.start_soon(self._start_late, source)
+
+    async def _start_late(self, source: Source) -> None:
+        assert self._group is not None
+        await source.start(self.queue, self._group)
+        try:
+            await source.wait_for_sync(self.options.cache_sync_timeout)
+        except Exception as error:  # a late watch must not take the running controller down
+            log.error(
+                "source added after start did not sync", controller=self.name, error=str(error)
+            )
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start sources, wait for their sync, run the workers until cancelled.
+
+        Raises:
+            SourceSyncError: a source did not sync within cache_sync_timeout (workers never start).
+        """
+        async with self.queue, anyio.create_task_group() as group:
+            for source in self._sources:
+                await source.start(self.queue, group)
+            await self._wait_for_sources()
+            self._group = group
+            for index in range(self.options.max_concurrent_reconciles):
+                group.start_soon(self._worker, name=f"{self.name} worker {index}")
+            log.info("controller started", controller=self.name)
+            task_status.started()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self._group = None
+                await self._drain()
+
+    async def _wait_for_sources(self) -> None:
+        for source in self._sources:
+            try:
+                await source.wait_for_sync(self.options.cache_sync_timeout)
+            except Exception as error:
+                raise SourceSyncError(
+                    f"controller {self.name!r}: {source} did not sync: {error}"
+                ) from error
+
+    async def _drain(self) -> None:
+        """On stop: take no new work, give in-flight reconciles the grace period, then cancel."""
+        self.queue.shutdown()
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(self.options.graceful_shutdown_timeout):
+                while self._inflight:
+                    await self._idle.wait()
+            for scope in list(self._inflight):
+                scope.cancel()
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                request = await self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self._reconcile(request)
+            finally:
+                self.queue.done(request)
+
+    async def _reconcile(self, request: Request) -> None:
+        # Shielded: stopping the controller lets this reconcile finish (see _drain).
+        scope = anyio.CancelScope(shield=True)
+        self._inflight.add(scope)
+        self._idle = anyio.Event() if len(self._inflight) == 1 else self._idle
+        started = time.perf_counter()
+        self.metrics.worker_started()
+        context = {
+            "controller": self.name,
+            "namespace": request.namespace,
+            "name": request.name,
+            "reconcile_id": uuid.uuid4().hex[:12],
+        }
+        if request.cluster:
+            context["cluster"] = request.cluster
+        try:
+            with structlog.contextvars.bound_contextvars(**context), scope:
+                await self._reconcile_and_handle(request)
+        finally:
+            self.metrics.worker_finished(time.perf_counter() - started)
+            self._inflight.discard(scope)
+            if not self._inflight:
+                self._idle.set()
+
+    async def _reconcile_and_handle(self, request: Request) -> None:
+        try:
+            result = await self._call(request)
+        except TerminalError as error:
+            self.queue.forget(request)
+            self.metrics.result("error", terminal=True)
+            log.error("reconcile failed terminally, not retrying", error=str(error))
+        except Exception as error:
+            self.queue.add_rate_limited(request)
+            self.metrics.result("error", panic=isinstance(error, _PANICS))
+            log.exception("reconcile failed, requeued with backoff")
+        else:
+            self._handle_result(request, result)
+
+    async def _call(self, request: Request) -> Result | None:
+        timeout = self.options.reconcile_timeout
+        if timeout is None:
+            return await self.reconciler.reconcile(request)
+        with anyio.fail_after(timeout):
+            return await self.reconciler.reconcile(request)
+
+    def _handle_result(self, request: Request, result: Result | None) -> None:
+        self.queue.forget(request)
+        if result is not None and result.requeue_after is not None and result.requeue_after > 0:
+            self.queue.add_after(request, result.requeue_after)
+            self.metrics.result("requeue_after")
+        else:
+            self.metrics.result("success")

@@ -1,0 +1,176 @@
+"""Events records core/v1 Events about objects, so ``kubectl describe`` shows what controllers did.
+
+``recorder.event(obj, "Warning", "ApplyFailed", "...")`` never blocks and never raises: events go
+into a bounded buffer that the broadcaster (a manager runnable) writes out; when the buffer is full
+the event is dropped and counted, as client-go does, because a controller must not stall on them.
+Repeats of the same event (same object, type, reason, message and component) are aggregated into
+one Event whose ``count`` and ``lastTimestamp`` move, instead of one object per occurrence.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from reconcile.errors import ApiError, NotFound
+from reconcile.gvk import GVK
+from reconcile.store import Obj
+
+__all__ = ["EVENT_GVK", "EventBroadcaster", "EventRecorder", "EventSeverity"]
+
+log = structlog.get_logger("reconcile.events")
+
+EVENT_GVK: Final = GVK("", "v1", "Event")
+DEFAULT_BUFFER: Final = 1000
+
+EventSeverity = Literal["Normal", "Warning"]
+"""The ``type`` of a core/v1 Event."""
+
+
+class _Writer(Protocol):
+    async def create(self, obj: Obj) -> dict[str, Any]: ...
+
+    async def patch(
+        self, target: GVK, name: str, patch: Any, /, *, namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class _Occurrence:
+    involved: dict[str, Any]
+    type: str
+    reason: str
+    message: str
+    component: str
+    at: datetime
+
+
+@dataclass
+class _Aggregate:
+    name: str
+    namespace: str
+    count: int
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _involved(obj: Obj) -> dict[str, Any]:
+    meta = obj.get("metadata", {})
+    reference = {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "name": meta.get("name", ""),
+        "namespace": meta.get("namespace", ""),
+        "uid": meta.get("uid", ""),
+        "resourceVersion": meta.get("resourceVersion", ""),
+    }
+    return {k: v for k, v in reference.items() if v}
+
+
+@dataclass
+class EventBroadcaster:
+    """Writes recorded events to the apiserver; run it (``run()``) for as long as events flow."""
+
+    client: _Writer
+    buffer: int = DEFAULT_BUFFER
+    dropped: int = 0
+    _send: Any = field(init=False, repr=False)
+    _receive: Any = field(init=False, repr=False)
+    _seen: dict[tuple[str, ...], _Aggregate] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[_Occurrence](self.buffer)
+
+    def recorder(self, component: str) -> EventRecorder:
+        """A recorder whose events name ``component`` as their source."""
+        return EventRecorder(self, component)
+
+    def _offer(self, occurrence: _Occurrence) -> None:
+        try:
+            self._send.send_nowait(occurrence)
+        except anyio.WouldBlock:
+            self.dropped += 1
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Write events until cancelled; a failed write is logged and dropped."""
+        task_status.started()
+        async for occurrence in self._receive:
+            try:
+                await self._write(occurrence)
+            except (ApiError, OSError) as error:
+                log.warning("could not record event", reason=occurrence.reason, error=str(error))
+
+    async def _write(self, occurrence: _Occurrence) -> None:
+        involved = occurrence.involved
+        key = (
+            involved.get("uid", ""),
+            involved.get("namespace", ""),
+            involved.get("name", ""),
+            occurrence.type,
+            occurrence.reason,
+            occurrence.message,
+            occurrence.component,
+        )
+        known = self._seen.get(key)
+        if known is not None:
+            try:
+                await self._bump(known, occurrence)
+                return
+            except NotFound:
+                del self._seen[key]  # deleted or expired (events have a TTL): start afresh
+        self._seen[key] = await self._create(occurrence)
+
+    async def _bump(self, known: _Aggregate, occurrence: _Occurrence) -> None:
+        known.count += 1
+        patch = {"count": known.count, "lastTimestamp": _stamp(occurrence.at)}
+        await self.client.patch(EVENT_GVK, known.name, patch, namespace=known.namespace)
+
+    async def _create(self, occurrence: _Occurrence) -> _Aggregate:
+        involved = occurrence.involved
+        namespace = involved.get("namespace") or "default"
+        # client-go's naming: the object's name and a nanosecond timestamp in hex.
+        name = f"{involved.get('name', 'object')}.{time.time_ns():x}"
+        stamp = _stamp(occurrence.at)
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": involved,
+            "type": occurrence.type,
+            "reason": occurrence.reason,
+            "message": occurrence.message,
+            "source": {"component": occurrence.component},
+            "reportingComponent": occurrence.component,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        await self.client.create(event)
+        return _Aggregate(name, namespace, 1)
+
+
+@dataclass(frozen=True)
+class EventRecorder:
+    """Records events about objects on behalf of one component (usually a controller)."""
+
+    broadcaster: EventBroadcaster
+    component: str
+
+    def event(self, obj: Obj, type: EventSeverity, reason: str, message: str) -> None:
+        """Record that ``reason`` happened to ``obj``; returns at once."""
+        occurrence = _Occurrence(
+            _involved(obj), type, reason, message[:1024], self.component, _now()
+        )
+        self.broadcaster._offer(occurrence)

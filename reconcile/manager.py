@@ -1,0 +1,332 @@
+"""Manager runs everything a controller process needs, in a safe order, and stops it in reverse.
+
+Start order, as in controller-runtime: the HTTP servers (metrics, health probes), then every
+cluster's cache, then the runnables that do not need leadership (e.g. the event broadcaster), then —
+immediately, or after winning the Lease when leader election is on — the leader-only runnables
+(controllers). ``/readyz`` stays failing until every informer requested so far has synced.
+
+Stop (``stop()``, SIGTERM or SIGINT through ``run_until_signalled``): leader-only runnables first
+(controllers let in-flight reconciles finish within ``graceful_shutdown_timeout``), then the others,
+the caches, the servers; the Lease is released last so a standby takes over at once. A runnable that
+fails, or a lost Lease, stops the manager with an error: the process should exit non-zero and be
+restarted, never keep reconciling without leadership. With leader election on, writes through the
+manager's clients are refused while this process is not the leader.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+from prometheus_client import CollectorRegistry, Gauge
+
+from reconcile.cache import Cache
+from reconcile.client import Client
+from reconcile.cluster import CachedClient, Cluster
+from reconcile.config import ClusterConfig
+from reconcile.controller import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
+from reconcile.events import EventBroadcaster, EventRecorder
+from reconcile.leaderelection import LeaderElectionConfig, LeaderElector
+from reconcile.server import Check, HTTPServer
+
+__all__ = ["Manager", "ManagerOptions", "NotLeader", "Runnable"]
+
+log = structlog.get_logger("reconcile.manager")
+
+DEFAULT_METRICS_BIND_ADDRESS: Final = ":8080"
+
+
+class NotLeader(RuntimeError):
+    """A write through the manager's client while another process holds the leader Lease."""
+
+
+class Runnable(Protocol):
+    """Anything the manager runs: blocks until cancelled, reports readiness through task_status."""
+
+    async def run(self, *, task_status: TaskStatus[Any] = ...) -> None:
+        """Run until cancelled."""
+        ...
+
+
+@dataclass(frozen=True)
+class ManagerOptions:
+    """How a manager runs. Every field documents its default."""
+
+    metrics_bind_address: str = DEFAULT_METRICS_BIND_ADDRESS
+    """Where /metrics listens: host:port, :port, or "0" to disable. Defaults to ":8080"."""
+    health_probe_bind_address: str = "0"
+    """Where /healthz and /readyz listen. Defaults to "0" (disabled)."""
+    leader_election: bool = False
+    """Run leader-only runnables only while holding the Lease. Defaults to False."""
+    leader_election_id: str = ""
+    """The Lease's name; required with leader_election."""
+    leader_election_namespace: str = ""
+    """The Lease's namespace. Defaults to the in-cluster namespace, else "default"."""
+    lease_duration: float = 15.0
+    """Seconds a Lease stays valid without renewal. Defaults to 15."""
+    renew_deadline: float = 10.0
+    """Seconds the leader keeps trying to renew before giving up. Defaults to 10."""
+    retry_period: float = 2.0
+    """Seconds between acquire/renew attempts. Defaults to 2."""
+    graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
+    """Seconds runnables get to finish on stop. Defaults to 30."""
+    namespace: str | None = None
+    """Restrict the cache to one namespace. Defaults to all namespaces."""
+    field_manager: str = "reconcile"
+    """Field manager of writes through the manager's clients. Defaults to "reconcile"."""
+    registry: CollectorRegistry | None = field(default=None, compare=False)
+    """Where metrics are registered. Defaults to a registry of the manager's own."""
+
+
+@dataclass
+class _Entry:
+    runnable: Runnable | Callable[[], Awaitable[None]]
+    leader_only: bool
+
+
+def _in_cluster_namespace() -> str:
+    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    try:
+        with open(path) as handle:
+            return handle.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+class Manager:
+    """Clusters, controllers and other runnables of one process, started and stopped in order."""
+
+    def __init__(self, config: ClusterConfig, *, options: ManagerOptions | None = None) -> None:
+        self.options = options or ManagerOptions()
+        if self.options.leader_election and not self.options.leader_election_id:
+            raise ValueError("leader_election needs leader_election_id (the Lease's name)")
+        self.registry = self.options.registry or CollectorRegistry()
+        self.cluster = self._new_cluster("", config)
+        self.clusters: dict[str, Cluster] = {"": self.cluster}
+        self.events = EventBroadcaster(self.cluster.api_reader)
+        self._entries: list[_Entry] = []
+        self.controller_names: set[str] = set()
+        self._healthz: dict[str, Check] = {"ping": _ok}
+        self._readyz: dict[str, Check] = {"caches": self._caches_synced}
+        self._stop = anyio.Event()
+        self._cluster_group: TaskGroup | None = None
+        self._leading = not self.options.leader_election
+        self._leader_gauge = Gauge(
+            "leader_election_master_status",
+            "Whether this process is the leader (1) or not (0).",
+            ["name"],
+            registry=self.registry,
+        )
+        self.metrics_port: int | None = None
+        self.probe_port: int | None = None
+        self.elected = anyio.Event()
+
+    @classmethod
+    async def from_kubeconfig(
+        cls,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        options: ManagerOptions | None = None,
+    ) -> Manager:
+        """A manager for a kubeconfig (or $KUBECONFIG, in-cluster, ~/.kube/config)."""
+        return cls(await ClusterConfig.load(kubeconfig, context=context), options=options)
+
+    # --- what it holds ---------------------------------------------------------------------------
+
+    @property
+    def client(self) -> CachedClient:
+        """The cached client of the manager's own cluster (reads: cache; writes: apiserver)."""
+        return self.cluster.client
+
+    @property
+    def cache(self) -> Cache:
+        """The cache of the manager's own cluster."""
+        return self.cluster.cache
+
+    @property
+    def api_reader(self) -> Client:
+        """The uncached client of the manager's own cluster."""
+        return self.cluster.api_reader
+
+    def _new_cluster(self, name: str, config: ClusterConfig) -> Cluster:
+        options = self.options
+        cluster = Cluster(
+            name, config, namespace=options.namespace, field_manager=options.field_manager
+        )
+        for client in (cluster.client, cluster.api_reader):
+            client.write_guard = self._refuse_unless_leader
+        return cluster
+
+    def _refuse_unless_leader(self, method: str, path: str) -> None:
+        if not self._leading:
+            raise NotLeader(f"{method} {path} refused: this process is not the leader")
+
+    def add_cluster(self, name: str, config: ClusterConfig) -> Cluster:
+        """Add a named cluster; its cache starts at once if the manager runs.
+
+        Raises:
+            ValueError: the name is taken.
+        """
+        if name in self.clusters:
+            raise ValueError(f"cluster {name!r} exists already")
+        cluster = self._new_cluster(name, config)
+        self.clusters[name] = cluster
+        if self._cluster_group is not None:
+            self._cluster_group.start_soon(cluster.run, name=f"cluster {name}")
+        return cluster
+
+    def get_cluster(self, name: str = "") -> Cluster:
+        """The cluster called ``name`` ("" is the manager's own).
+
+        Raises:
+            KeyError: no such cluster.
+        """
+        try:
+            return self.clusters[name]
+        except KeyError:
+            raise KeyError(f"no cluster named {name!r}; add it with add_cluster()") from None
+
+    def add(
+        self, runnable: Runnable | Callable[[], Awaitable[None]], *, leader_only: bool = True
+    ) -> None:
+        """Run ``runnable`` with the manager; leader-only ones wait for leadership if enabled."""
+        self._entries.append(_Entry(runnable, leader_only))
+
+    def event_recorder(self, component: str) -> EventRecorder:
+        """An EventRecorder writing Events as ``component``."""
+        return self.events.recorder(component)
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        """Add a /healthz check."""
+        self._healthz[name] = check
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        """Add a /readyz check."""
+        self._readyz[name] = check
+
+    async def _caches_synced(self) -> str | None:
+        pending = [name or "(own)" for name, c in self.clusters.items() if not c.has_synced()]
+        return f"caches not synced: {', '.join(pending)}" if pending else None
+
+    # --- running ---------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Begin a graceful stop (idempotent)."""
+        self._stop.set()
+
+    async def start(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until stop() (or cancellation); then stop everything in reverse order.
+
+        Raises:
+            LeadershipLost: the Lease was lost; leader-only runnables were stopped.
+            Exception: whatever a runnable raised (in an ExceptionGroup), after stopping the rest.
+        """
+        async with AsyncExitStack() as stack:
+            await self._start_servers(await _group(stack))
+            self._cluster_group = await _group(stack)
+            for name, cluster in self.clusters.items():
+                await self._cluster_group.start(cluster.run, name=f"cluster {name or '(own)'}")
+            others = await _group(stack)
+            await others.start(self.events.run)
+            for entry in self._entries:
+                if not entry.leader_only:
+                    others.start_soon(_run, entry.runnable)
+            leaders = await _group(stack)
+            leaders.start_soon(self._lead)
+            log.info("manager started")
+            task_status.started()
+            await self._stop.wait()
+            log.info("manager stopping")
+        self._cluster_group = None
+
+    async def _start_servers(self, group: TaskGroup) -> None:
+        options = self.options
+        self.metrics_port = await group.start(
+            HTTPServer(options.metrics_bind_address, registry=self.registry).run
+        )
+        probes = HTTPServer(
+            options.health_probe_bind_address, healthz=self._healthz, readyz=self._readyz
+        )
+        self.probe_port = await group.start(probes.run)
+
+    async def _lead(self) -> None:
+        if not self.options.leader_election:
+            self._set_leader(True)
+            await self._run_leader_runnables()
+            return
+        # The elector's own client is never write-guarded: it must write the Lease to lead.
+        async with Client(self.cluster.config) as lease_client:
+            elector = LeaderElector(
+                lease_client, self._election_config(), on_change=self._set_leader
+            )
+            await elector.run(self._run_leader_runnables)
+
+    def _election_config(self) -> LeaderElectionConfig:
+        options = self.options
+        return LeaderElectionConfig(
+            lease_name=options.leader_election_id,
+            lease_namespace=options.leader_election_namespace or _in_cluster_namespace(),
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+        )
+
+    def _set_leader(self, leading: bool) -> None:
+        self._leading = leading
+        self._leader_gauge.labels(self.options.leader_election_id or "none").set(int(leading))
+        if leading:
+            self.elected.set()
+
+    async def _run_leader_runnables(self) -> None:
+        async with anyio.create_task_group() as group:
+            for entry in self._entries:
+                if entry.leader_only:
+                    group.start_soon(_run, entry.runnable)
+
+    async def run_until_signalled(self) -> None:
+        """Start, and stop gracefully on SIGTERM or SIGINT (a second signal cancels at once).
+
+        Raises:
+            as start().
+        """
+        async with anyio.create_task_group() as group:
+
+            async def watch_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        if self._stop.is_set():
+                            group.cancel_scope.cancel()
+                            return
+                        log.info("signal received, stopping", signal=signal.Signals(signum).name)
+                        self.stop()
+
+            group.start_soon(watch_signals)
+            await self.start()
+            group.cancel_scope.cancel()
+
+
+async def _ok() -> str | None:
+    return None
+
+
+async def _group(stack: AsyncExitStack) -> TaskGroup:
+    """A task group that, on exit of ``stack``, is cancelled and then awaited (reverse order)."""
+    group = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(group.cancel_scope.cancel)
+    return group
+
+
+async def _run(runnable: Runnable | Callable[[], Awaitable[None]]) -> None:
+    run = getattr(runnable, "run", None)
+    if run is not None:
+        await run()
+    else:
+        await runnable()  # type: ignore[operator]

@@ -1,0 +1,144 @@
+"""Source feeds a controller's work queue: it observes objects and enqueues Requests for them.
+
+``Kind`` watches one kind through a cache's shared informer; its events pass the predicates, then
+an EventHandler maps them to Requests. Initial-list and resync events are enqueued with low priority
+so that live changes are handled first after a restart. ``Channel`` turns objects sent on an anyio
+memory stream into generic events, for triggers that are not Kubernetes watches (a timer, another
+cluster, a webhook). ``start`` never blocks; ``wait_for_sync`` waits for the initial list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import anyio
+from anyio.abc import ObjectReceiveStream, TaskGroup
+
+from reconcile.cache import Cache
+from reconcile.event import Event, EventType
+from reconcile.gvk import GVK
+from reconcile.handler import EventHandler
+from reconcile.informer import HandlerRegistration, SharedInformer
+from reconcile.predicate import Predicate
+from reconcile.reconciler import Request
+from reconcile.store import Obj
+from reconcile.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue
+
+__all__ = ["Channel", "Kind", "Source"]
+
+
+class Source(Protocol):
+    """Something a controller watches."""
+
+    async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
+        """Begin enqueueing into ``queue``; long-running work goes into ``task_group``."""
+        ...
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """Wait until the source delivered its initial state; raise with the cause if it cannot."""
+        ...
+
+
+@dataclass
+class _Dispatch:
+    """Runs predicates and the handler for one source and enqueues the result."""
+
+    handler: EventHandler
+    predicates: tuple[Predicate, ...]
+    queue: WorkQueue[Request]
+
+    def __call__(self, event: Event, *, low_priority: bool = False) -> None:
+        if not all(predicate(event) for predicate in self.predicates):
+            return
+        priority = LOW_PRIORITY if low_priority else DEFAULT_PRIORITY
+        for request in self.handler.requests(event):
+            self.queue.add(request, priority=priority)
+
+
+@dataclass
+class _InformerAdapter:
+    """The informer-side handler that turns notifications into Events."""
+
+    dispatch: _Dispatch
+    cluster: str
+
+    def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
+        event = Event(EventType.CREATE, obj, initial=is_in_initial_list, cluster=self.cluster)
+        self.dispatch(event, low_priority=is_in_initial_list)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        resync = old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion")
+        event = Event(EventType.UPDATE, new, old, initial=resync, cluster=self.cluster)
+        self.dispatch(event, low_priority=resync)
+
+    def on_delete(self, obj: Obj) -> None:
+        self.dispatch(Event(EventType.DELETE, obj, cluster=self.cluster))
+
+
+@dataclass
+class Kind:
+    """Objects of one kind, from a cache's shared informer.
+
+    Args:
+        cache: the cluster's cache.
+        gvk: the kind to watch.
+        handler: maps events to requests.
+        predicates: all must pass for an event to reach the handler.
+        cluster: the cluster name put into events (and so into Requests).
+    """
+
+    cache: Cache
+    gvk: GVK
+    handler: EventHandler
+    predicates: tuple[Predicate, ...] = ()
+    cluster: str = ""
+    _informer: SharedInformer | None = field(default=None, init=False, repr=False)
+    _registration: HandlerRegistration | None = field(default=None, init=False, repr=False)
+
+    async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
+        """Register on the shared informer (creating and starting it if needed)."""
+        self._informer = self.cache.get_informer(self.gvk)
+        adapter = _InformerAdapter(_Dispatch(self.handler, self.predicates, queue), self.cluster)
+        self._registration = self._informer.add_event_handler(adapter)
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """Wait for the informer's initial list to reach this source's handler.
+
+        Raises:
+            CacheSyncError: the informer cannot sync (403, unknown kind) or ``timeout`` passed.
+            RuntimeError: start() was not called.
+        """
+        if self._informer is None or self._registration is None:
+            raise RuntimeError(f"source for {self.gvk} was not started")
+        await self.cache.wait_for_informer(self._informer, timeout)
+
+    def __str__(self) -> str:
+        return f"kind source: {self.gvk}"
+
+
+@dataclass
+class Channel:
+    """Generic events for objects received from a memory stream (closed stream: source ends)."""
+
+    stream: ObjectReceiveStream[Obj]
+    handler: EventHandler
+    predicates: tuple[Predicate, ...] = ()
+    cluster: str = ""
+
+    async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
+        """Start forwarding received objects as generic events."""
+        dispatch = _Dispatch(self.handler, self.predicates, queue)
+        task_group.start_soon(self._forward, dispatch)
+
+    async def _forward(self, dispatch: _Dispatch) -> None:
+        async with self.stream:
+            async for obj in self.stream:
+                dispatch(Event(EventType.GENERIC, obj, cluster=self.cluster))
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """A channel has no initial state: synced at once."""
+        await anyio.lowlevel.checkpoint()
+
+    def __str__(self) -> str:
+        return "channel source"

@@ -20,6 +20,7 @@ from testenv.controlplane import ControlPlane, RequestError, User
 from testenv.crds import load_crds, load_manifests
 from testenv.environment import HOST, Environment
 from testenv.etcd import Etcd
+from testenv.eventually import eventually
 from testenv.process import StartError
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "RequestError",
     "StartError",
     "User",
+    "eventually",
     "find_binaries",
     "install_binaries",
     "kubernetes_version",

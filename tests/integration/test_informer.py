@@ -18,8 +18,7 @@ from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer
 from reconcile.reflector import Backoff
 from reconcile.store import Obj
-from testenv import ControlPlane, Environment
-from tests.helpers import eventually
+from testenv import ControlPlane, Environment, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -244,7 +243,8 @@ async def test_cache_foot_guns_against_the_real_apiserver(
     async with anyio.create_task_group() as group:
         group.start_soon(cache.run)  # not awaited: the seed's background start
         await cache.wait_for_cache_sync()
-        assert (await cache.get(CONFIGMAP, "seen", namespace=namespace))["metadata"]["name"] == "seen"
+        seen = await cache.get(CONFIGMAP, "seen", namespace=namespace)
+        assert seen["metadata"]["name"] == "seen"
         # Asked for after start: starts at once and syncs.
         late = cache.get_informer(SECRET)
         await cache.wait_for_cache_sync()

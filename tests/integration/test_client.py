@@ -29,8 +29,7 @@ from reconcile.errors import (
 )
 from reconcile.gvk import GVK
 from reconcile.ratelimit import RetryAfter, TokenBucket, Unlimited
-from testenv import ControlPlane
-from tests.helpers import eventually
+from testenv import ControlPlane, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

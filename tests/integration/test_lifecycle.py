@@ -11,9 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from testenv import Binaries, Environment, StartError
+from testenv import Binaries, Environment, StartError, eventually
 from testenv.process import pid_alive
-from tests.helpers import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

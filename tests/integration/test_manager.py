@@ -28,8 +28,7 @@ from reconcile import (
     controller_managed_by,
     predicate,
 )
-from testenv import ControlPlane
-from tests.helpers import eventually
+from testenv import ControlPlane, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -10,9 +10,8 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from testenv import Binaries, ControlPlane, RequestError
+from testenv import Binaries, ControlPlane, RequestError, eventually
 from testenv.kubeconfig import load_api_client
-from tests.helpers import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -23,7 +23,7 @@ from reconcile import (
     TerminalError,
 )
 from reconcile.store import Obj
-from tests.helpers import eventually
+from testenv import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

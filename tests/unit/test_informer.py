@@ -14,7 +14,7 @@ from reconcile.gvk import GVK
 from reconcile.informer import FuncHandler, SharedInformer
 from reconcile.reflector import Backoff
 from reconcile.store import Obj
-from tests.helpers import eventually
+from testenv import eventually
 from tests.unit.scripted import HANG, Script, cm, page
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -11,7 +11,7 @@ import pytest
 from reconcile.errors import Forbidden
 from reconcile.reflector import Backoff, Reflector
 from reconcile.store import Obj
-from tests.helpers import eventually
+from testenv import eventually
 from tests.unit.scripted import HANG, Script, cm, gone, page
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -1,0 +1,384 @@
+"""metrics defines the framework's Prometheus metrics, registered on a registry the caller passes.
+
+Nothing is registered on prometheus_client's global default registry unless the caller passes it:
+the manager owns one registry and hands it to each part that reports.
+
+Controllers report the ``controller_runtime_*`` families through ``ControllerMetrics``.
+
+Work queues report the ``workqueue_*`` families with the labels ``name`` and ``controller``, like
+client-go's and controller-runtime's. ``WorkQueueMetrics(registry)`` registers them once per
+registry and ``for_queue(name, controller)`` hands out the recorder a WorkQueue calls on add, get,
+done and retry. The recorder keeps plain numbers and one custom collector turns them into metric
+families when the registry is scraped, so the queue's hot path takes no locks and formats nothing:
+depth, unfinished work and the longest running processor are computed at scrape time from the
+items' add and start times (client-go refreshes the last two every 500 ms instead).
+
+The histograms' buckets are ``DURATION_BUCKETS``, 10 ns to 1000 s by factors of ten.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Iterable
+from typing import Final, Protocol
+
+from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+
+__all__ = [
+    "DURATION_BUCKETS",
+    "RECONCILE_TIME_BUCKETS",
+    "ControllerMetrics",
+    "ControllerRecorder",
+    "NoopQueueMetrics",
+    "QueueMetrics",
+    "WorkQueueMetrics",
+]
+
+DURATION_BUCKETS: Final[tuple[float, ...]] = tuple(10.0**exponent for exponent in range(-8, 4))
+"""Upper bounds of the duration histograms: 1e-8, 1e-7, ..., 1e3 seconds (+Inf is implicit)."""
+
+RECONCILE_TIME_BUCKETS: Final[tuple[float, ...]] = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
+    *(0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15),
+    *(20, 25, 30, 40, 50, 60),
+)
+"""controller-runtime's reconcile_time_seconds buckets (5 ms to 60 s)."""
+
+_LABELS: Final = ("name", "controller")
+# repr() of these bounds is what prometheus_client writes for "le" (1e-08 ... 0.0001 ... 1000.0).
+_BUCKET_LABELS: Final = (*(repr(bound) for bound in DURATION_BUCKETS), "+Inf")
+
+
+class QueueMetrics(Protocol):
+    """What a work queue reports about its items; one recorder per queue."""
+
+    def add(self, item: Hashable) -> None:
+        """``item`` became due for processing (queued, or parked while it is processed)."""
+        ...
+
+    def get(self, item: Hashable) -> None:
+        """``item`` was handed to a worker."""
+        ...
+
+    def done(self, item: Hashable) -> None:
+        """A worker finished ``item``."""
+        ...
+
+    def retry(self) -> None:
+        """An item was added back through the rate limiter."""
+        ...
+
+
+class NoopQueueMetrics:
+    """The recorder of a queue without metrics: every report is dropped."""
+
+    def add(self, item: Hashable) -> None:
+        """Drop the report."""
+
+    def get(self, item: Hashable) -> None:
+        """Drop the report."""
+
+    def done(self, item: Hashable) -> None:
+        """Drop the report."""
+
+    def retry(self) -> None:
+        """Drop the report."""
+
+
+class _QueueSeries:
+    """One queue's numbers, kept as plain Python values until a scrape reads them."""
+
+    __slots__ = (
+        "_clock",
+        "added",
+        "adds",
+        "queue_counts",
+        "queue_sum",
+        "retries",
+        "started",
+        "work_counts",
+        "work_sum",
+    )
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self.added: dict[Hashable, float] = {}
+        self.started: dict[Hashable, float] = {}
+        self.adds = 0
+        self.retries = 0
+        # Per-bucket (not cumulative) counts; the last slot is +Inf.
+        self.queue_counts = [0] * (len(DURATION_BUCKETS) + 1)
+        self.queue_sum = 0.0
+        self.work_counts = [0] * (len(DURATION_BUCKETS) + 1)
+        self.work_sum = 0.0
+
+    def add(self, item: Hashable) -> None:
+        self.adds += 1
+        self.added[item] = self._clock()
+
+    def get(self, item: Hashable) -> None:
+        now = self._clock()
+        added = self.added.pop(item, None)
+        if added is not None:
+            waited = now - added
+            # bisect_left: the first bound >= the value, i.e. Prometheus' "le" bucket.
+            self.queue_counts[bisect_left(DURATION_BUCKETS, waited)] += 1
+            self.queue_sum += waited
+        self.started[item] = now
+
+    def done(self, item: Hashable) -> None:
+        started = self.started.pop(item, None)
+        if started is not None:
+            worked = self._clock() - started
+            self.work_counts[bisect_left(DURATION_BUCKETS, worked)] += 1
+            self.work_sum += worked
+
+    def retry(self) -> None:
+        self.retries += 1
+
+
+def _cumulative(counts: list[int]) -> list[tuple[str, float]]:
+    total = 0
+    buckets = []
+    for label, count in zip(_BUCKET_LABELS, counts, strict=True):
+        total += count
+        buckets.append((label, float(total)))
+    return buckets
+
+
+class _WorkQueueCollector(Collector):
+    """Builds the workqueue_* families from every queue's series when the registry is scraped."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self.series: dict[tuple[str, str], _QueueSeries] = {}
+
+    def describe(self) -> Iterable[Metric]:
+        # Names only, so registering twice on one registry fails at once with prometheus' error.
+        return self._families()
+
+    def collect(self) -> Iterable[Metric]:
+        depth, adds, queue_duration, work_duration, unfinished, longest, retries = self._families()
+        now = self._clock()
+        # Scrapes may run on prometheus_client's server thread while the event loop mutates the
+        # series: list() copies each container in one C call, under the GIL, so nothing changes
+        # size while it is read. Values may be one operation apart; Prometheus tolerates that.
+        for labels, series in list(self.series.items()):
+            values = list(labels)
+            running = [now - started for started in list(series.started.values())]
+            depth.add_metric(values, len(series.added))
+            adds.add_metric(values, series.adds)
+            queue_duration.add_metric(
+                values, _cumulative(list(series.queue_counts)), series.queue_sum
+            )
+            work_duration.add_metric(values, _cumulative(list(series.work_counts)), series.work_sum)
+            unfinished.add_metric(values, sum(running))
+            longest.add_metric(values, max(running, default=0.0))
+            retries.add_metric(values, series.retries)
+        return [depth, adds, queue_duration, work_duration, unfinished, longest, retries]
+
+    def _families(
+        self,
+    ) -> tuple[
+        GaugeMetricFamily,
+        CounterMetricFamily,
+        HistogramMetricFamily,
+        HistogramMetricFamily,
+        GaugeMetricFamily,
+        GaugeMetricFamily,
+        CounterMetricFamily,
+    ]:
+        return (
+            GaugeMetricFamily("workqueue_depth", "Items waiting in a work queue.", labels=_LABELS),
+            CounterMetricFamily(
+                "workqueue_adds_total", "Items added to a work queue.", labels=_LABELS
+            ),
+            HistogramMetricFamily(
+                "workqueue_queue_duration_seconds",
+                "Seconds an item waited in a work queue before a worker got it.",
+                labels=_LABELS,
+            ),
+            HistogramMetricFamily(
+                "workqueue_work_duration_seconds",
+                "Seconds a worker took to process an item from a work queue.",
+                labels=_LABELS,
+            ),
+            GaugeMetricFamily(
+                "workqueue_unfinished_work_seconds",
+                "Seconds of work in progress not yet observed by work_duration; "
+                "a steady rise means stuck workers.",
+                labels=_LABELS,
+            ),
+            GaugeMetricFamily(
+                "workqueue_longest_running_processor_seconds",
+                "Seconds the longest running worker of a work queue has been processing its item.",
+                labels=_LABELS,
+            ),
+            CounterMetricFamily(
+                "workqueue_retries_total",
+                "Items re-added to a work queue by its rate limiter.",
+                labels=_LABELS,
+            ),
+        )
+
+
+_BY_REGISTRY: weakref.WeakKeyDictionary[CollectorRegistry, WorkQueueMetrics] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class WorkQueueMetrics:
+    """The workqueue_* metric families on one registry, and a recorder per queue.
+
+    ``clock`` (default ``time.monotonic``) times the queue and work durations.
+
+    Raises:
+        ValueError: from prometheus_client, if the registry already has workqueue metrics; use
+            ``for_registry`` to share them.
+    """
+
+    def __init__(
+        self, registry: CollectorRegistry, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._clock = clock
+        self._collector = _WorkQueueCollector(clock)
+        registry.register(self._collector)
+        _BY_REGISTRY.setdefault(registry, self)
+
+    @classmethod
+    def for_registry(cls, registry: CollectorRegistry) -> WorkQueueMetrics:
+        """The registry's workqueue metrics, registering them on first use."""
+        existing = _BY_REGISTRY.get(registry)
+        return existing if existing is not None else cls(registry)
+
+    def for_queue(self, name: str, controller: str = "") -> QueueMetrics:
+        """A recorder for the queue labelled ``name`` and ``controller``, to pass to WorkQueue.
+
+        Raises:
+            ValueError: if a queue with these labels already reports here; two queues in one
+                series would mix their depths and durations.
+        """
+        labels = (name, controller)
+        if labels in self._collector.series:
+            raise ValueError(f"a work queue named {name!r} of controller {controller!r} exists")
+        series = _QueueSeries(self._clock)
+        self._collector.series[labels] = series
+        return series
+
+
+class ControllerMetrics:
+    """The ``controller_runtime_*`` families of one registry; ``for_controller`` labels them.
+
+    Reconciles take milliseconds, not nanoseconds, so these are plain prometheus_client metrics
+    (unlike the work queue's scrape-time collector).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ["controller"]
+        self.total = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
+            registry=registry,
+        )
+        self.errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            labels,
+            registry=registry,
+        )
+        self.terminal = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
+            labels,
+            registry=registry,
+        )
+        self.panics = Counter(
+            "controller_runtime_reconcile_panics_total",
+            "Total number of reconciliation panics per controller",
+            labels,
+            registry=registry,
+        )
+        self.time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            labels,
+            buckets=RECONCILE_TIME_BUCKETS,
+            registry=registry,
+        )
+        self.max_workers = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            labels,
+            registry=registry,
+        )
+        self.active = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            labels,
+            registry=registry,
+        )
+
+    @classmethod
+    def for_registry(cls, registry: CollectorRegistry) -> ControllerMetrics:
+        """The families on ``registry``, registered on first use."""
+        found = _CONTROLLER_METRICS.get(registry)
+        if found is None:
+            found = _CONTROLLER_METRICS[registry] = cls(registry)
+        return found
+
+    def for_controller(self, name: str) -> ControllerRecorder:
+        """The recorder of controller ``name``."""
+        return ControllerRecorder(self, name)
+
+
+_CONTROLLER_METRICS: weakref.WeakKeyDictionary[CollectorRegistry, ControllerMetrics] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class ControllerRecorder:
+    """What one controller reports; every result label is initialised at zero, as in Go."""
+
+    def __init__(self, families: ControllerMetrics, name: str) -> None:
+        self._families = families
+        self._name = name
+        for result in ("success", "error", "requeue", "requeue_after"):
+            families.total.labels(name, result)
+        for counter in (families.errors, families.terminal, families.panics):
+            counter.labels(name)
+        self._active = families.active.labels(name)
+        self._time = families.time.labels(name)
+
+    def max_concurrent(self, workers: int) -> None:
+        """Record the configured worker count."""
+        self._families.max_workers.labels(self._name).set(workers)
+
+    def worker_started(self) -> None:
+        """A worker began a reconcile."""
+        self._active.inc()
+
+    def worker_finished(self, seconds: float) -> None:
+        """A worker finished a reconcile that took ``seconds``."""
+        self._active.dec()
+        self._time.observe(seconds)
+
+    def result(self, result: str, *, terminal: bool = False, panic: bool = False) -> None:
+        """Count one reconcile outcome (success, error, requeue, requeue_after)."""
+        families = self._families
+        families.total.labels(self._name, result).inc()
+        if result == "error":
+            families.errors.labels(self._name).inc()
+        if terminal:
+            families.terminal.labels(self._name).inc()
+        if panic:
+            families.panics.labels(self._name).inc()

@@ -8,6 +8,8 @@ apiserver and may hold more, named, for multi-cluster controllers.
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -16,22 +18,31 @@ from anyio.abc import TaskStatus
 from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT, Cache
 from reconcile.client import Client, SelectorLike
 from reconcile.config import ClusterConfig
-from reconcile.gvk import GVK
+from reconcile.gvk import GVK, Resource
 from reconcile.informer import Transform, strip_managed_fields
 
 __all__ = ["CachedClient", "Cluster"]
 
 
-class CachedClient(Client):
-    """A Client whose get and list read the informer cache; every write goes to the apiserver.
+class CachedClient:
+    """A client whose get and list read the informer cache; everything else goes to ``live``.
 
     Reading a kind for the first time starts a cluster-wide informer for it and waits for its sync.
-    Reads return copies, so changing a result and writing it back is safe.
+    Reads return copies, so changing a result and writing it back is safe. Writes, subresource
+    reads, watches and discovery are the live client's (a real ``Client`` or testenv's fake).
     """
 
-    def __init__(self, config: ClusterConfig, cache: Cache, **options: Any) -> None:
-        super().__init__(config, **options)
+    def __init__(self, live: Client, cache: Cache) -> None:
+        self.live = live
         self.cache = cache
+
+    def __repr__(self) -> str:
+        return f"CachedClient({self.live!r})"
+
+    @property
+    def field_manager(self) -> str:
+        """The live client's field manager."""
+        return self.live.field_manager
 
     async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         """The object from the cache.
@@ -49,10 +60,7 @@ class CachedClient(Client):
         namespace: str | None = None,
         label_selector: SelectorLike = None,
         field_selector: SelectorLike = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
+        **_paging: Any,
     ) -> dict[str, Any]:
         """A List object from the cache (paging and version arguments are ignored).
 
@@ -67,6 +75,57 @@ class CachedClient(Client):
             field_selector=_as_text(field_selector),
         )
 
+    async def list_all(self, gvk: GVK, **selectors: Any) -> builtins.list[dict[str, Any]]:
+        """Every cached object matching ``selectors`` (as list())."""
+        items: builtins.list[dict[str, Any]] = (await self.list(gvk, **selectors))["items"]
+        return items
+
+    # Everything below is the live client's; see reconcile.client.Client for each.
+
+    async def create(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+        """Client.create."""
+        return await self.live.create(obj, **options)
+
+    async def update(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+        """Client.update."""
+        return await self.live.update(obj, **options)
+
+    async def update_status(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+        """Client.update_status."""
+        return await self.live.update_status(obj, **options)
+
+    async def apply(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+        """Client.apply (server-side apply)."""
+        return await self.live.apply(obj, **options)
+
+    async def patch(self, *target: Any, **options: Any) -> dict[str, Any]:
+        """Client.patch."""
+        return await self.live.patch(*target, **options)
+
+    async def patch_status(self, *target: Any, **options: Any) -> dict[str, Any]:
+        """Client.patch_status."""
+        return await self.live.patch_status(*target, **options)
+
+    async def delete(self, *target: Any, **options: Any) -> dict[str, Any]:
+        """Client.delete."""
+        return await self.live.delete(*target, **options)
+
+    async def delete_all_of(self, gvk: GVK, **options: Any) -> dict[str, Any]:
+        """Client.delete_all_of."""
+        return await self.live.delete_all_of(gvk, **options)
+
+    async def get_scale(self, *target: Any, **options: Any) -> dict[str, Any]:
+        """Client.get_scale (live)."""
+        return await self.live.get_scale(*target, **options)
+
+    async def patch_scale(self, *target: Any, **options: Any) -> dict[str, Any]:
+        """Client.patch_scale."""
+        return await self.live.patch_scale(*target, **options)
+
+    async def resource_for(self, gvk: GVK) -> Resource:
+        """Client.resource_for (discovery)."""
+        return await self.live.resource_for(gvk)
+
 
 def _as_text(selector: SelectorLike) -> str | None:
     if selector is None or isinstance(selector, str):
@@ -80,6 +139,7 @@ class Cluster:
     Args:
         name: how the manager and Requests name this cluster ("" for the manager's own).
         config: where the apiserver is and how to authenticate.
+        client: use this client instead of one made from ``config`` (e.g. testenv's FakeClient).
         namespace: restrict the cache to one namespace (default: all).
         transform: applied to cached objects (default drops managedFields).
         sync_timeout: how long cache reads wait for an informer's first list. Defaults to 120 s.
@@ -89,24 +149,27 @@ class Cluster:
     def __init__(
         self,
         name: str,
-        config: ClusterConfig,
+        config: ClusterConfig | None = None,
         *,
+        client: Client | None = None,
         namespace: str | None = None,
         transform: Transform | None = strip_managed_fields,
         sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
         **client_options: Any,
     ) -> None:
+        if client is None:
+            if config is None:
+                raise ValueError("a Cluster needs a config or a client")
+            client = Client(config, **client_options)
         self.name = name
-        self.config = config
-        self.api_reader = Client(config, **client_options)
+        self.api_reader = client
         self.cache = Cache(
             self.api_reader, namespace=namespace, transform=transform, sync_timeout=sync_timeout
         )
-        shared = {"limiter": self.api_reader.limiter, **client_options}
-        self.client = CachedClient(config, self.cache, **shared)
+        self.client = CachedClient(self.api_reader, self.cache)
 
     def __repr__(self) -> str:
-        return f"Cluster({self.name!r}, host={self.config.host!r})"
+        return f"Cluster({self.name!r}, {self.api_reader!r})"
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the cache until cancelled, then close both clients."""
@@ -114,7 +177,6 @@ class Cluster:
             await self.cache.run(task_status=task_status)
         finally:
             with anyio.CancelScope(shield=True):
-                await self.client.close()
                 await self.api_reader.close()
 
     def has_synced(self) -> bool:

@@ -103,12 +103,18 @@ def _in_cluster_namespace() -> str:
 class Manager:
     """Clusters, controllers and other runnables of one process, started and stopped in order."""
 
-    def __init__(self, config: ClusterConfig, *, options: ManagerOptions | None = None) -> None:
+    def __init__(
+        self,
+        config: ClusterConfig | None = None,
+        *,
+        client: Client | None = None,
+        options: ManagerOptions | None = None,
+    ) -> None:
         self.options = options or ManagerOptions()
         if self.options.leader_election and not self.options.leader_election_id:
             raise ValueError("leader_election needs leader_election_id (the Lease's name)")
         self.registry = self.options.registry or CollectorRegistry()
-        self.cluster = self._new_cluster("", config)
+        self.cluster = self._new_cluster("", config, client)
         self.clusters: dict[str, Cluster] = {"": self.cluster}
         self.events = EventBroadcaster(self.cluster.api_reader)
         self._entries: list[_Entry] = []
@@ -136,7 +142,10 @@ class Manager:
         context: str | None = None,
         options: ManagerOptions | None = None,
     ) -> Manager:
-        """A manager for a kubeconfig (or $KUBECONFIG, in-cluster, ~/.kube/config)."""
+        """A manager for a kubeconfig (or $KUBECONFIG, in-cluster, ~/.kube/config).
+
+        ``Manager(client=FakeClient())`` runs the same controllers on testenv's fake client.
+        """
         return cls(await ClusterConfig.load(kubeconfig, context=context), options=options)
 
     # --- what it holds ---------------------------------------------------------------------------
@@ -156,20 +165,24 @@ class Manager:
         """The uncached client of the manager's own cluster."""
         return self.cluster.api_reader
 
-    def _new_cluster(self, name: str, config: ClusterConfig) -> Cluster:
+    def _new_cluster(
+        self, name: str, config: ClusterConfig | None, client: Client | None = None
+    ) -> Cluster:
         options = self.options
-        cluster = Cluster(
-            name, config, namespace=options.namespace, field_manager=options.field_manager
-        )
-        for client in (cluster.client, cluster.api_reader):
-            client.write_guard = self._refuse_unless_leader
+        if client is None:
+            client = Client(config, field_manager=options.field_manager) if config else None
+        cluster = Cluster(name, config, client=client, namespace=options.namespace)
+        cluster.api_reader.write_guard = self._refuse_unless_leader
         return cluster
 
     def _refuse_unless_leader(self, method: str, path: str) -> None:
-        if not self._leading:
+        # The Lease itself must be writable: that is how a standby becomes the leader.
+        if not self._leading and "/leases/" not in path and not path.endswith("/leases"):
             raise NotLeader(f"{method} {path} refused: this process is not the leader")
 
-    def add_cluster(self, name: str, config: ClusterConfig) -> Cluster:
+    def add_cluster(
+        self, name: str, config: ClusterConfig | None = None, *, client: Client | None = None
+    ) -> Cluster:
         """Add a named cluster; its cache starts at once if the manager runs.
 
         Raises:
@@ -177,7 +190,7 @@ class Manager:
         """
         if name in self.clusters:
             raise ValueError(f"cluster {name!r} exists already")
-        cluster = self._new_cluster(name, config)
+        cluster = self._new_cluster(name, config, client)
         self.clusters[name] = cluster
         if self._cluster_group is not None:
             self._cluster_group.start_soon(cluster.run, name=f"cluster {name}")
@@ -262,12 +275,10 @@ class Manager:
             self._set_leader(True)
             await self._run_leader_runnables()
             return
-        # The elector's own client is never write-guarded: it must write the Lease to lead.
-        async with Client(self.cluster.config) as lease_client:
-            elector = LeaderElector(
-                lease_client, self._election_config(), on_change=self._set_leader
-            )
-            await elector.run(self._run_leader_runnables)
+        elector = LeaderElector(
+            self.cluster.api_reader, self._election_config(), on_change=self._set_leader
+        )
+        await elector.run(self._run_leader_runnables)
 
     def _election_config(self) -> LeaderElectionConfig:
         options = self.options

@@ -21,20 +21,25 @@ from testenv.crds import load_crds, load_manifests
 from testenv.environment import HOST, Environment
 from testenv.etcd import Etcd
 from testenv.eventually import eventually
+from testenv.fake import BUILTIN_KINDS, FakeClient, FakeKind, ScalePaths
 from testenv.process import StartError
 
 __all__ = [
     "ADMIN_GROUPS",
     "ADMIN_USER",
     "APIServer",
+    "BUILTIN_KINDS",
     "Binaries",
     "BinaryNotFound",
     "BuildError",
     "ControlPlane",
     "Environment",
     "Etcd",
+    "FakeClient",
+    "FakeKind",
     "HOST",
     "RequestError",
+    "ScalePaths",
     "StartError",
     "User",
     "eventually",

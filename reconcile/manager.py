@@ -297,10 +297,12 @@ class Manager:
             self.elected.set()
 
     async def _run_leader_runnables(self) -> None:
+        # Lead until stopped, even with nothing to run: returning would hand the Lease back.
         async with anyio.create_task_group() as group:
             for entry in self._entries:
                 if entry.leader_only:
                     group.start_soon(_run, entry.runnable)
+            await anyio.sleep_forever()
 
     async def run_until_signalled(self) -> None:
         """Start, and stop gracefully on SIGTERM or SIGINT (a second signal cancels at once).

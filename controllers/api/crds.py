@@ -1,0 +1,55 @@
+"""Crds locates the CustomResourceDefinitions of the Karmada API that the project ships.
+
+``deploy/crds`` holds one apiextensions.k8s.io/v1 CRD file per kind; installing them into a
+kube-apiserver (``kubectl apply -f deploy/crds`` or testenv's ``install_crds(crd_paths())``) makes
+it serve every kind in ``KARMADA_RESOURCES``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from controllers.api.cluster import CLUSTERS
+from controllers.api.config import (
+    RESOURCE_INTERPRETER_CUSTOMIZATIONS,
+    RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
+)
+from controllers.api.policy import (
+    CLUSTER_OVERRIDE_POLICIES,
+    CLUSTER_PROPAGATION_POLICIES,
+    OVERRIDE_POLICIES,
+    PROPAGATION_POLICIES,
+)
+from controllers.api.work import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
+from reconcile import Resource
+
+__all__ = ["CRD_DIRECTORY", "KARMADA_RESOURCES", "crd_paths"]
+
+CRD_DIRECTORY: Final = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+
+KARMADA_RESOURCES: Final[tuple[Resource, ...]] = (
+    PROPAGATION_POLICIES,
+    CLUSTER_PROPAGATION_POLICIES,
+    OVERRIDE_POLICIES,
+    CLUSTER_OVERRIDE_POLICIES,
+    RESOURCE_BINDINGS,
+    CLUSTER_RESOURCE_BINDINGS,
+    WORKS,
+    CLUSTERS,
+    RESOURCE_INTERPRETER_CUSTOMIZATIONS,
+    RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
+)
+
+
+def crd_paths() -> list[Path]:
+    """The CRD files in ``deploy/crds``, one per kind, sorted by name.
+
+    Raises:
+        FileNotFoundError: ``deploy/crds`` is missing or empty (the package runs outside the
+            project's source tree).
+    """
+    paths = sorted(CRD_DIRECTORY.glob("*.yaml")) if CRD_DIRECTORY.is_dir() else []
+    if not paths:
+        raise FileNotFoundError(f"no Karmada CRD files in {CRD_DIRECTORY}")
+    return paths

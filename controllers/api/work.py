@@ -1,0 +1,260 @@
+"""Work is the work.karmada.io API: ResourceBindings (v1alpha2) and Works (v1alpha1) as typed dicts.
+
+A ResourceBinding (ClusterResourceBinding for cluster-scoped templates) ties one resource template
+to its policy's placement; the scheduler fills in ``spec.clusters``. The binding controller turns
+it into one Work per target cluster, in the namespace ``karmada-es-<cluster>``, holding the
+manifests to apply there; status flows back from Works to the binding's ``aggregatedStatus``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypedDict, cast
+
+from controllers.api.policy import ConflictResolution, Placement, Toleration
+from reconcile import GVK, Condition, Resource
+
+__all__ = [
+    "APPLIED_FAILED_REASON",
+    "APPLIED_SUCCESSFUL_REASON",
+    "AggregatedStatusItem",
+    "BindingSnapshot",
+    "CLUSTER_RESOURCE_BINDINGS",
+    "CLUSTER_RESOURCE_BINDING_GVK",
+    "FULLY_APPLIED_CONDITION",
+    "FULLY_APPLIED_FAILED_REASON",
+    "FULLY_APPLIED_SUCCESS_REASON",
+    "GracefulEvictionTask",
+    "ManifestStatus",
+    "NO_CLUSTER_FIT_REASON",
+    "NodeClaim",
+    "ObjectReference",
+    "RESOURCE_BINDINGS",
+    "RESOURCE_BINDING_GVK",
+    "ReplicaRequirements",
+    "ResourceBindingSpec",
+    "ResourceBindingStatus",
+    "ResourceHealth",
+    "ResourceIdentifier",
+    "SCHEDULED_CONDITION",
+    "SCHEDULER_ERROR_REASON",
+    "SCHEDULE_SUCCESS_REASON",
+    "TargetCluster",
+    "UNSCHEDULABLE_REASON",
+    "WORKS",
+    "WORK_APPLIED_CONDITION",
+    "WORK_GROUP",
+    "WORK_GVK",
+    "WorkSpec",
+    "WorkStatus",
+    "WorkloadTemplate",
+    "binding_spec",
+    "binding_status",
+    "manifests_of",
+    "target_clusters",
+    "work_spec",
+    "work_status",
+]
+
+WORK_GROUP: Final = "work.karmada.io"
+
+RESOURCE_BINDING_GVK: Final = GVK(WORK_GROUP, "v1alpha2", "ResourceBinding")
+CLUSTER_RESOURCE_BINDING_GVK: Final = GVK(WORK_GROUP, "v1alpha2", "ClusterResourceBinding")
+WORK_GVK: Final = GVK(WORK_GROUP, "v1alpha1", "Work")
+
+_STATUS: Final = frozenset({"status"})
+RESOURCE_BINDINGS: Final = Resource(RESOURCE_BINDING_GVK, "resourcebindings", True, _STATUS)
+CLUSTER_RESOURCE_BINDINGS: Final = Resource(
+    CLUSTER_RESOURCE_BINDING_GVK, "clusterresourcebindings", False, _STATUS
+)
+WORKS: Final = Resource(WORK_GVK, "works", True, _STATUS)
+
+# Conditions of bindings and Works, and their reasons.
+SCHEDULED_CONDITION: Final = "Scheduled"
+SCHEDULE_SUCCESS_REASON: Final = "Success"
+NO_CLUSTER_FIT_REASON: Final = "NoClusterFit"
+UNSCHEDULABLE_REASON: Final = "Unschedulable"
+SCHEDULER_ERROR_REASON: Final = "SchedulerError"
+FULLY_APPLIED_CONDITION: Final = "FullyApplied"
+FULLY_APPLIED_SUCCESS_REASON: Final = "FullyAppliedSuccess"
+FULLY_APPLIED_FAILED_REASON: Final = "FullyAppliedFailed"
+WORK_APPLIED_CONDITION: Final = "Applied"
+APPLIED_SUCCESSFUL_REASON: Final = "AppliedSuccessful"
+APPLIED_FAILED_REASON: Final = "AppliedFailed"
+
+ResourceHealth = Literal["Healthy", "Unhealthy", "Unknown"]
+
+
+class ObjectReference(TypedDict, total=False):
+    """The resource template a binding propagates (namespace empty when cluster-scoped)."""
+
+    apiVersion: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    resourceVersion: str
+
+
+class NodeClaim(TypedDict, total=False):
+    """The node constraints each replica carries."""
+
+    hardNodeAffinity: dict[str, Any]
+    nodeSelector: dict[str, str]
+    tolerations: list[Toleration]
+
+
+class ReplicaRequirements(TypedDict, total=False):
+    """What each replica needs: resources (quantities as strings or ints) and node constraints."""
+
+    nodeClaim: NodeClaim
+    resourceRequest: dict[str, str | int]
+    namespace: str
+    priorityClassName: str
+
+
+class TargetCluster(TypedDict, total=False):
+    """A cluster the binding is scheduled to, with its share of the replicas."""
+
+    name: str
+    replicas: int
+
+
+class GracefulEvictionTask(TypedDict, total=False):
+    """An eviction from a cluster waiting for the replacement to become healthy."""
+
+    fromCluster: str
+    purgeMode: str
+    replicas: int
+    reason: str
+    message: str
+    producer: str
+    gracePeriodSeconds: int
+    suppressDeletion: bool
+    preservedLabelState: dict[str, str]
+    clustersBeforeFailover: list[str]
+    creationTimestamp: str
+
+
+class BindingSnapshot(TypedDict, total=False):
+    """A binding that depends on this one, with its scheduling result."""
+
+    namespace: str
+    name: str
+    clusters: list[TargetCluster]
+
+
+class ResourceBindingSpec(TypedDict, total=False):
+    """The spec of a ResourceBinding or ClusterResourceBinding.
+
+    The detector writes resource, replicas, replicaRequirements, placement and the fields copied
+    from the policy; the scheduler writes clusters.
+    """
+
+    resource: ObjectReference
+    propagateDeps: bool
+    replicaRequirements: ReplicaRequirements
+    replicas: int
+    components: list[dict[str, Any]]
+    clusters: list[TargetCluster]
+    placement: Placement
+    gracefulEvictionTasks: list[GracefulEvictionTask]
+    requiredBy: list[BindingSnapshot]
+    schedulerName: str
+    failover: dict[str, Any]
+    conflictResolution: ConflictResolution
+    rescheduleTriggeredAt: str
+    suspension: dict[str, Any]
+    preserveResourcesOnDeletion: bool
+    schedulePriority: dict[str, Any]
+
+
+class AggregatedStatusItem(TypedDict, total=False):
+    """The resource's state in one member cluster; ``status`` is whatever was collected there."""
+
+    clusterName: str
+    status: dict[str, Any]
+    applied: bool
+    appliedMessage: str
+    health: ResourceHealth
+
+
+class ResourceBindingStatus(TypedDict, total=False):
+    """The status of a ResourceBinding or ClusterResourceBinding."""
+
+    schedulerObservedGeneration: int
+    schedulerObservingAffinityName: str
+    lastScheduledTime: str
+    conditions: list[Condition]
+    aggregatedStatus: list[AggregatedStatusItem]
+
+
+class WorkloadTemplate(TypedDict, total=False):
+    """The manifests a Work applies: whole objects."""
+
+    manifests: list[dict[str, Any]]
+
+
+class WorkSpec(TypedDict, total=False):
+    """The spec of a Work."""
+
+    workload: WorkloadTemplate
+    suspendDispatching: bool
+    preserveResourcesOnDeletion: bool
+
+
+class ResourceIdentifier(TypedDict, total=False):
+    """Which manifest of a Work a status is about: its index and its identity."""
+
+    ordinal: int
+    group: str
+    version: str
+    kind: str
+    resource: str
+    namespace: str
+    name: str
+
+
+class ManifestStatus(TypedDict, total=False):
+    """The state of one manifest in the member cluster."""
+
+    identifier: ResourceIdentifier
+    status: dict[str, Any]
+    health: ResourceHealth
+
+
+class WorkStatus(TypedDict, total=False):
+    """The status of a Work: the Applied condition and each manifest's state."""
+
+    conditions: list[Condition]
+    manifestStatuses: list[ManifestStatus]
+
+
+def binding_spec(binding: Mapping[str, Any]) -> ResourceBindingSpec:
+    """The spec of a ResourceBinding or ClusterResourceBinding (empty when missing)."""
+    return cast(ResourceBindingSpec, binding.get("spec") or {})
+
+
+def binding_status(binding: Mapping[str, Any]) -> ResourceBindingStatus:
+    """The status of a ResourceBinding or ClusterResourceBinding (empty when missing)."""
+    return cast(ResourceBindingStatus, binding.get("status") or {})
+
+
+def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
+    """The clusters a binding is scheduled to (``spec.clusters``), empty before scheduling."""
+    return binding_spec(binding).get("clusters") or []
+
+
+def work_spec(work: Mapping[str, Any]) -> WorkSpec:
+    """The spec of a Work (empty when missing)."""
+    return cast(WorkSpec, work.get("spec") or {})
+
+
+def work_status(work: Mapping[str, Any]) -> WorkStatus:
+    """The status of a Work (empty when missing)."""
+    return cast(WorkStatus, work.get("status") or {})
+
+
+def manifests_of(work: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The manifests a Work applies (``spec.workload.manifests``)."""
+    return (work_spec(work).get("workload") or {}).get("manifests") or []

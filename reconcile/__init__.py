@@ -27,12 +27,7 @@ from reconcile.client import (
     DEFAULT_REQUEST_TIMEOUT,
     Client,
     ListerWatcher,
-    PatchType,
-    Preconditions,
-    PropagationPolicy,
     Reader,
-    SelectorLike,
-    WatchEvents,
 )
 from reconcile.cluster import (
     CachedClient,
@@ -161,6 +156,12 @@ from reconcile.objects import (
     set_owner_reference,
     uid_of,
 )
+from reconcile.options import (
+    PatchType,
+    Preconditions,
+    PropagationPolicy,
+    SelectorLike,
+)
 from reconcile.predicate import (
     Predicate,
     and_,
@@ -230,6 +231,9 @@ from reconcile.store import (
     Obj,
     deep_copy,
     object_key,
+)
+from reconcile.watch import (
+    WatchEvents,
 )
 from reconcile.workqueue import (
     DEFAULT_PRIORITY,

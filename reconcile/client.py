@@ -17,7 +17,9 @@ delete or patch without holding them) by a ``GVK``, a name and a namespace. Any 
 raises the ``ApiError`` subclass its Status reason names, chained to the HTTP error.
 
 ``Reader`` (get + list) is the interface this client shares with the cache-backed reader;
-``ListerWatcher`` is what a reflector consumes.
+``ListerWatcher`` is what a reflector consumes. The options of a call (selectors, ``PatchType``,
+``Preconditions``, ``PropagationPolicy``) live in ``reconcile.options`` and the watch stream reader
+``WatchEvents`` in ``reconcile.watch``; they are re-exported here.
 """
 
 from __future__ import annotations
@@ -25,13 +27,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from importlib import metadata
 from types import TracebackType
-from typing import Any, Final, Literal, Protocol, overload
+from typing import Any, Final, Protocol, overload
 
 import aiohttp
 import anyio
@@ -42,6 +41,15 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from reconcile.config import ClusterConfig
 from reconcile.errors import Gone, api_error
 from reconcile.gvk import GVK, Resource
+from reconcile.options import (
+    PatchType,
+    Preconditions,
+    PropagationPolicy,
+    SelectorLike,
+    delete_options,
+    query_params,
+    selector_string,
+)
 from reconcile.ratelimit import (
     DEFAULT_CLIENT_BURST,
     DEFAULT_CLIENT_QPS,
@@ -51,6 +59,7 @@ from reconcile.ratelimit import (
     parse_retry_after,
 )
 from reconcile.restmapper import DEFAULT_MIN_REFRESH_INTERVAL, RESTMapper
+from reconcile.watch import WATCH_READ_GRACE, WatchEvents
 
 __all__ = [
     "Client",
@@ -72,14 +81,6 @@ DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 """Seconds one request (not a watch) may take in total; None on the client disables it."""
 DEFAULT_PAGE_SIZE: Final = 500
 """Objects per page in ``list_all`` (client-go's pager default)."""
-WATCH_READ_GRACE: Final = 30.0
-"""Seconds of silence beyond ``timeout_seconds`` after which a watch is considered hung."""
-WATCH_CHUNK: Final = 1 << 16
-
-SelectorLike = str | Mapping[str, str] | None
-"""A label or field selector: the string form (``app=web,tier!=db``) or equality pairs."""
-
-PropagationPolicy = Literal["Orphan", "Background", "Foreground"]
 
 JSON: Final = "application/json"
 
@@ -92,38 +93,6 @@ def _user_agent() -> str:
 
 
 USER_AGENT: Final = _user_agent()
-
-
-class PatchType(StrEnum):
-    """How the apiserver interprets a patch body (its Content-Type)."""
-
-    MERGE = "application/merge-patch+json"
-    """RFC 7386: maps merge, ``null`` deletes, lists are replaced."""
-    JSON = "application/json-patch+json"
-    """RFC 6902: a list of operations (``add``, ``remove``, ``replace``, ``test`` …)."""
-    STRATEGIC = "application/strategic-merge-patch+json"
-    """Merge with per-field list strategies; built-in kinds only (not custom resources)."""
-    APPLY = "application/apply-patch+yaml"
-    """Server-side apply: the body is the fields this field manager wants to own."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Preconditions:
-    """Delete only if the object still has this uid and/or resourceVersion (else 409 Conflict)."""
-
-    uid: str | None = None
-    resource_version: str | None = None
-
-    @classmethod
-    def of(cls, obj: Mapping[str, Any]) -> Preconditions:
-        """Both preconditions from an object as last read: delete exactly that version."""
-        meta = obj.get("metadata") or {}
-        return cls(uid=meta.get("uid"), resource_version=meta.get("resourceVersion"))
-
-    def to_json(self) -> dict[str, str]:
-        """The ``preconditions`` field of DeleteOptions."""
-        found = {"uid": self.uid, "resourceVersion": self.resource_version}
-        return {key: value for key, value in found.items() if value}
 
 
 class Reader(Protocol):
@@ -196,71 +165,6 @@ class ListerWatcher(Protocol):
         ...
 
 
-class WatchEvents:
-    """The events of one watch response: newline-delimited JSON read in chunks.
-
-    Reading chunks and splitting on newlines ourselves (instead of ``readline``) accepts events of
-    any size; aiohttp's line reader gives up on lines longer than its buffer.
-    """
-
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
-        self._response = response
-        self._lines: deque[bytes] = deque()
-        self._partial: builtins.list[bytes] = []
-        self._ended = False
-
-    @property
-    def closed(self) -> bool:
-        """Whether the HTTP response was closed (the watch context was exited)."""
-        return bool(self._response.closed)
-
-    def __aiter__(self) -> WatchEvents:
-        return self
-
-    async def __anext__(self) -> dict[str, Any]:
-        while True:
-            while self._lines:
-                line = self._lines.popleft()
-                if line.strip():
-                    event: dict[str, Any] = orjson.loads(line)
-                    return event
-            if self._ended:
-                raise StopAsyncIteration
-            await self._read()
-
-    async def _read(self) -> None:
-        chunk = await self._response.content.readany()
-        if not chunk:
-            self._ended = True
-            self._lines.append(b"".join(self._partial))  # a last line without its newline
-            self._partial = []
-            return
-        *complete, rest = chunk.split(b"\n")
-        if complete:
-            # Joining the pieces once per line keeps long lines linear in their size.
-            self._lines.append(b"".join([*self._partial, complete[0]]))
-            self._lines.extend(complete[1:])
-            self._partial = []
-        if rest:
-            self._partial.append(rest)
-
-
-def _selector(value: SelectorLike) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None
-    return ",".join(f"{key}={item}" for key, item in value.items())
-
-
-def _query(**params: str | int | bool | None) -> builtins.list[tuple[str, str]]:
-    """Query parameters with the API's names, leaving out the unset ones."""
-    query: builtins.list[tuple[str, str]] = []
-    for key, value in params.items():
-        if value is None or value is False:
-            continue
-        query.append((key, "true" if value is True else str(value)))
-    return query
-
-
 def _transport_error(response: aiohttp.ClientResponse) -> aiohttp.ClientResponseError:
     """The HTTP error behind an ApiError: method and URL, without the request's headers.
 
@@ -311,24 +215,6 @@ def _target(
         return target, name, namespace, rest[0] if rest else None
     gvk, name, own_namespace = _identity(target)
     return gvk, name, own_namespace, args[0] if args else None
-
-
-def _delete_options(
-    propagation_policy: PropagationPolicy | None,
-    grace_period_seconds: int | None,
-    preconditions: Preconditions | None,
-    dry_run: bool,
-) -> dict[str, Any]:
-    options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-    if propagation_policy is not None:
-        options["propagationPolicy"] = propagation_policy
-    if grace_period_seconds is not None:
-        options["gracePeriodSeconds"] = grace_period_seconds
-    if preconditions is not None and preconditions.to_json():
-        options["preconditions"] = preconditions.to_json()
-    if dry_run:
-        options["dryRun"] = ["All"]
-    return options
 
 
 def _fill_items(listing: dict[str, Any], gvk: GVK) -> dict[str, Any]:
@@ -551,9 +437,9 @@ class Client:
             NoKindMatch: the kind is not served.
             ApiError: any other refusal (e.g. Forbidden).
         """
-        query = _query(
-            labelSelector=_selector(label_selector),
-            fieldSelector=_selector(field_selector),
+        query = query_params(
+            labelSelector=selector_string(label_selector),
+            fieldSelector=selector_string(field_selector),
             limit=limit,
             resourceVersion=resource_version,
             resourceVersionMatch=resource_version_match,
@@ -605,7 +491,7 @@ class Client:
 
     def _write_query(self, field_manager: str | None, dry_run: bool) -> builtins.list[Any]:
         dry_run_value = "All" if dry_run else None
-        return _query(fieldManager=field_manager or self.field_manager, dryRun=dry_run_value)
+        return query_params(fieldManager=field_manager or self.field_manager, dryRun=dry_run_value)
 
     async def create(
         self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
@@ -766,7 +652,7 @@ class Client:
     ) -> dict[str, Any]:
         if force and patch_type is not PatchType.APPLY:
             raise ValueError("force is only valid for server-side apply (PatchType.APPLY)")
-        query = self._write_query(field_manager, dry_run) + _query(force=force)
+        query = self._write_query(field_manager, dry_run) + query_params(force=force)
         path = await self._path(gvk, namespace, name, subresource)
         patched: dict[str, Any] = await self._call(
             "PATCH", path, query=query, body=body, content_type=patch_type.value
@@ -871,7 +757,7 @@ class Client:
             ApiError: any other refusal.
         """
         gvk, name, ns, _ = _target(target, args, namespace)
-        options = _delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
+        options = delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
         answer: dict[str, Any] = await self._call(
             "DELETE", await self._path(gvk, ns, name), body=options
         )
@@ -899,10 +785,11 @@ class Client:
         resource = await self.mapper.resource_for(gvk)
         if resource.namespaced and not namespace:
             raise ValueError(f"{gvk.kind} is namespaced: delete_all_of needs a namespace")
-        query = _query(
-            labelSelector=_selector(label_selector), fieldSelector=_selector(field_selector)
+        query = query_params(
+            labelSelector=selector_string(label_selector),
+            fieldSelector=selector_string(field_selector),
         )
-        options = _delete_options(propagation_policy, grace_period_seconds, None, dry_run)
+        options = delete_options(propagation_policy, grace_period_seconds, None, dry_run)
         answer: dict[str, Any] = await self._call(
             "DELETE", resource.path(namespace), query=query, body=options
         )
@@ -1028,10 +915,10 @@ class Client:
             NoKindMatch: the kind is not served.
             TimeoutError: while iterating, the stream went silent well past ``timeout_seconds``.
         """
-        query = _query(
+        query = query_params(
             watch=True,
-            labelSelector=_selector(label_selector),
-            fieldSelector=_selector(field_selector),
+            labelSelector=selector_string(label_selector),
+            fieldSelector=selector_string(field_selector),
             resourceVersion=resource_version or None,
             timeoutSeconds=timeout_seconds,
             allowWatchBookmarks=allow_watch_bookmarks,

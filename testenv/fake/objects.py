@@ -1,0 +1,106 @@
+"""Objects are the fake's stored objects as dicts; these helpers identify, copy and read them.
+
+Stored objects are private to the fake: callers get copies (``served``) and what they send is
+copied as the apiserver would decode it (``from_wire``). A stored object's ``Key`` is its
+namespace (or "") and name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from reconcile.gvk import GVK
+from reconcile.store import Obj, deep_copy
+from testenv.fake.registry import FakeKind
+
+__all__ = [
+    "Key",
+    "from_wire",
+    "identity",
+    "now",
+    "object_key",
+    "path_get",
+    "path_set",
+    "served",
+    "split_target",
+]
+
+Key = tuple[str, str]  # (namespace or "", name)
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def from_wire(obj: Any) -> Any:
+    """A private copy of what a caller sends, as the apiserver would decode it from JSON.
+
+    Raises:
+        TypeError: a value JSON cannot carry (the real client fails the same way).
+    """
+    return orjson.loads(orjson.dumps(obj))
+
+
+def served(obj: Mapping[str, Any], gvk: GVK) -> Obj:
+    """A copy of a stored object for a caller, in the version the caller asked for."""
+    copied: Obj = deep_copy(dict(obj))
+    copied["apiVersion"] = gvk.api_version
+    copied["kind"] = gvk.kind
+    return copied
+
+
+def identity(obj: Mapping[str, Any]) -> tuple[GVK, str, str | None]:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("object has no metadata.name")
+    return GVK.of(obj), str(name), meta.get("namespace") or None
+
+
+def split_target(
+    target: GVK | Mapping[str, Any], args: Sequence[Any], namespace: str | None
+) -> tuple[GVK, str, str | None, Any]:
+    """Split ``(obj, *rest)`` or ``(gvk, name, *rest)``, exactly as the real client does."""
+    if isinstance(target, GVK):
+        if not args or not isinstance(args[0], str):
+            raise TypeError(f"a {target.kind} is named by (gvk, name, ...): the name is missing")
+        name, *rest = args
+        return target, name, namespace, rest[0] if rest else None
+    gvk, name, own_namespace = identity(target)
+    return gvk, name, own_namespace, args[0] if args else None
+
+
+def object_key(kind: FakeKind, name: str, namespace: str | None) -> Key:
+    if not kind.namespaced:
+        return ("", name)
+    if not namespace:
+        raise ValueError(f"{kind.gvk.kind} is namespaced: {name!r} needs a namespace")
+    return (namespace, name)
+
+
+def _path_parts(path: str) -> list[str]:
+    return [part for part in path.split(".") if part]
+
+
+def path_get(obj: Mapping[str, Any], path: str) -> Any:
+    value: Any = obj
+    for part in _path_parts(path):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def path_set(obj: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = _path_parts(path)
+    current = obj
+    for part in parents:
+        child = current.get(part)
+        if not isinstance(child, dict):
+            child = current[part] = {}
+        current = child
+    current[last] = value

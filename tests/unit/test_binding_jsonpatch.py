@@ -1,0 +1,146 @@
+"""JSON patches apply like evanphx/json-patch with Karmada's default options."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controllers.binding import PatchError, apply_patch, parse_pointer, resolve
+
+DOCUMENT: dict[str, Any] = {
+    "metadata": {"labels": {"app": "web", "app.kubernetes.io/name": "web"}},
+    "spec": {"ports": [80, 443], "tilde~key": 1},
+}
+
+
+@pytest.mark.parametrize(
+    ("operation", "path", "expected"),
+    [
+        pytest.param(
+            {"op": "add", "path": "/metadata/labels/tier", "value": "front"},
+            "/metadata/labels/tier",
+            "front",
+            id="add creates a member",
+        ),
+        pytest.param(
+            {"op": "add", "path": "/metadata/labels/app", "value": "api"},
+            "/metadata/labels/app",
+            "api",
+            id="add over an existing member replaces it",
+        ),
+        pytest.param(
+            {"op": "add", "path": "/spec/ports/1", "value": 8080},
+            "/spec/ports",
+            [80, 8080, 443],
+            id="add into an array inserts at the index",
+        ),
+        pytest.param(
+            {"op": "add", "path": "/spec/ports/-", "value": 8443},
+            "/spec/ports",
+            [80, 443, 8443],
+            id="add at dash appends",
+        ),
+        pytest.param(
+            {"op": "replace", "path": "/spec/ports/-1", "value": 9443},
+            "/spec/ports",
+            [80, 9443],
+            id="a negative index counts from the end",
+        ),
+        pytest.param(
+            {"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1name"},
+            "/metadata/labels",
+            {"app": "web"},
+            id="remove with an escaped slash in the key",
+        ),
+        pytest.param(
+            {"op": "replace", "path": "/spec/tilde~0key", "value": 2},
+            "/spec/tilde~0key",
+            2,
+            id="replace with an escaped tilde",
+        ),
+    ],
+)
+def test_operations(operation: dict[str, Any], path: str, expected: Any) -> None:
+    before = copy.deepcopy(DOCUMENT)
+    patched = apply_patch(DOCUMENT, [operation])
+    assert resolve(patched, path) == expected
+    assert before == DOCUMENT
+
+
+@pytest.mark.parametrize(
+    ("operation", "message"),
+    [
+        pytest.param(
+            {"op": "add", "path": "/metadata/annotations/x", "value": "y"},
+            "no member 'annotations'",
+            id="add does not create missing parents",
+        ),
+        pytest.param(
+            {"op": "remove", "path": "/metadata/labels/missing"},
+            "no member 'missing'",
+            id="remove of a missing member fails",
+        ),
+        pytest.param(
+            {"op": "replace", "path": "/spec/replicas", "value": 3},
+            "no member 'replicas'",
+            id="replace of a missing member fails",
+        ),
+        pytest.param(
+            {"op": "replace", "path": "/spec/ports/2", "value": 1},
+            "out of range",
+            id="replace past the end of an array fails",
+        ),
+        pytest.param(
+            {"op": "add", "path": "/spec/ports/01", "value": 1},
+            "not an array index",
+            id="leading zeros are not an index",
+        ),
+        pytest.param(
+            {"op": "add", "path": "spec/replicas", "value": 1},
+            "must start with '/'",
+            id="a pointer without a leading slash",
+        ),
+        pytest.param(
+            {"op": "add", "path": "/spec/a~2b", "value": 1},
+            "invalid '~' escape",
+            id="an unknown tilde escape",
+        ),
+        pytest.param(
+            {"op": "move", "from": "/spec", "path": "/x"},
+            "unsupported operation 'move'",
+            id="operations other than add remove replace",
+        ),
+        pytest.param(
+            {"op": "add", "path": "/spec/ports/0/x", "value": 1},
+            "the parent is a int",
+            id="adding a member to a scalar",
+        ),
+        pytest.param(
+            {"op": "add", "path": "/spec/ports/0/x/y", "value": 1},
+            "cannot step into a int",
+            id="stepping through a scalar",
+        ),
+        pytest.param({"op": "remove", "path": ""}, "whole document", id="removing the root"),
+    ],
+)
+def test_invalid_operations_raise_and_leave_the_document(
+    operation: dict[str, Any], message: str
+) -> None:
+    before = copy.deepcopy(DOCUMENT)
+    with pytest.raises(PatchError, match=message):
+        apply_patch(DOCUMENT, [operation])
+    assert before == DOCUMENT
+
+
+def test_an_empty_pointer_is_the_whole_document() -> None:
+    assert parse_pointer("") == []
+    assert apply_patch(DOCUMENT, [{"op": "replace", "path": "", "value": {"a": 1}}]) == {"a": 1}
+
+
+def test_inserted_values_are_copies() -> None:
+    value = {"nested": ["x"]}
+    patched = apply_patch({}, [{"op": "add", "path": "/v", "value": value}])
+    patched["v"]["nested"].append("y")
+    assert value == {"nested": ["x"]}

@@ -383,6 +383,40 @@ class Client:
     async def _get_json(self, path: str) -> Any:
         return await self._call("GET", path)
 
+    async def create_subresource(
+        self,
+        gvk: GVK,
+        name: str,
+        subresource: str,
+        body: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        """POST ``body`` to a subresource that creates something: ``serviceaccounts/token``
+        (TokenRequest), ``pods/eviction``, ``pods/binding``; returns the server's answer.
+
+        Raises:
+            NotFound: no such object, or the kind has no such subresource.
+            ApiError: any other refusal.
+        """
+        path = await self._path(gvk, namespace, name, subresource)
+        answer: dict[str, Any] = await self._call("POST", path, body=body)
+        return answer
+
+    async def get_path(self, path: str, *, timeout: float | None = None) -> tuple[int, bytes]:
+        """GET any path (``/readyz``, ``/version``, ...): the status code and raw body, never
+        raising for a non-2xx answer. For health probes and other non-resource endpoints.
+
+        Raises:
+            aiohttp.ClientError, OSError, TimeoutError: the server could not be reached.
+        """
+        limit = aiohttp.ClientTimeout(total=timeout or self.request_timeout)
+        response = await self._open("GET", path, (), None, JSON, limit)
+        try:
+            return response.status, await response.read()
+        finally:
+            response.release()
+
     async def _path(
         self, gvk: GVK, namespace: str | None, name: str | None = None, subresource: str = ""
     ) -> str:

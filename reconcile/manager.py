@@ -123,6 +123,7 @@ class Manager:
         self._readyz: dict[str, Check] = {"caches": self._caches_synced}
         self._stop = anyio.Event()
         self._cluster_group: TaskGroup | None = None
+        self._cluster_scopes: dict[str, anyio.CancelScope] = {}
         self._leading = not self.options.leader_election
         self._leader_gauge = Gauge(
             "leader_election_master_status",
@@ -193,8 +194,29 @@ class Manager:
         cluster = self._new_cluster(name, config, client)
         self.clusters[name] = cluster
         if self._cluster_group is not None:
-            self._cluster_group.start_soon(cluster.run, name=f"cluster {name}")
+            self._cluster_group.start_soon(self._run_cluster, cluster, name=f"cluster {name}")
         return cluster
+
+    def remove_cluster(self, name: str) -> Cluster | None:
+        """Stop and forget a named cluster (its cache and clients); returns it, None if unknown.
+
+        Sources that controllers opened on it stop delivering; requests for it fail until a
+        cluster of that name is added again.
+        """
+        if name == "":
+            raise ValueError("the manager's own cluster cannot be removed")
+        cluster = self.clusters.pop(name, None)
+        scope = self._cluster_scopes.pop(name, None)
+        if scope is not None:
+            scope.cancel()
+        return cluster
+
+    async def _run_cluster(
+        self, cluster: Cluster, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        with anyio.CancelScope() as scope:
+            self._cluster_scopes[cluster.name] = scope
+            await cluster.run(task_status=task_status)
 
     def get_cluster(self, name: str = "") -> Cluster:
         """The cluster called ``name`` ("" is the manager's own).
@@ -246,7 +268,9 @@ class Manager:
             await self._start_servers(await _group(stack))
             self._cluster_group = await _group(stack)
             for name, cluster in self.clusters.items():
-                await self._cluster_group.start(cluster.run, name=f"cluster {name or '(own)'}")
+                await self._cluster_group.start(
+                    self._run_cluster, cluster, name=f"cluster {name or '(own)'}"
+                )
             others = await _group(stack)
             await others.start(self.events.run)
             for entry in self._entries:

@@ -1,0 +1,21 @@
+"""cluster holds the member-cluster side of the controllers: connections, namespaces, health."""
+
+from controllers.cluster.controller import ClusterController, setup_cluster_controller
+from controllers.cluster.registry import MemberConfigError, MemberRegistry
+from controllers.cluster.status import (
+    ClusterStatusController,
+    Health,
+    probe,
+    setup_cluster_status_controller,
+)
+
+__all__ = [
+    "ClusterController",
+    "ClusterStatusController",
+    "Health",
+    "MemberConfigError",
+    "MemberRegistry",
+    "probe",
+    "setup_cluster_controller",
+    "setup_cluster_status_controller",
+]

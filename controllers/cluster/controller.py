@@ -1,0 +1,91 @@
+"""ClusterController gives each member Cluster its execution namespace and its connection.
+
+For every Cluster: the finalizer ``karmada.io/cluster-controller``, the namespace
+``karmada-es-<name>`` that holds its Works, and a registered member client and cache. When a Cluster
+is deleted: its Works are deleted (the execution controller then removes their member objects),
+and once none is left the namespace, the member connection and the finalizer go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Final
+
+from controllers.api import (
+    CLUSTER_CONTROLLER_FINALIZER,
+    CLUSTER_GVK,
+    WORK_GVK,
+    execution_namespace,
+)
+from controllers.cluster.registry import MemberConfigError, MemberRegistry
+from reconcile import (
+    GVK,
+    AlreadyExists,
+    Manager,
+    NotFound,
+    Request,
+    Result,
+    add_finalizer,
+    controller_managed_by,
+    is_being_deleted,
+    remove_finalizer,
+)
+
+__all__ = ["ClusterController", "setup_cluster_controller"]
+
+NAMESPACE: Final = GVK("", "v1", "Namespace")
+DELETION_POLL: Final = 2.0
+
+
+class ClusterController:
+    """Reconciles Cluster objects: finalizer, execution namespace, member registration."""
+
+    def __init__(self, manager: Manager, registry: MemberRegistry) -> None:
+        self.client = manager.client
+        self.registry = registry
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Bring one Cluster's namespace and member connection in line with the object."""
+        try:
+            cluster = await self.client.get(CLUSTER_GVK, request.name)
+        except NotFound:
+            self.registry.remove(request.name)
+            return None
+        if is_being_deleted(cluster):
+            return await self._delete(cluster)
+        if add_finalizer(cluster, CLUSTER_CONTROLLER_FINALIZER):
+            cluster = await self.client.update(cluster)
+        await self._ensure_namespace(execution_namespace(request.name))
+        try:
+            await self.registry.ensure(cluster)
+        except MemberConfigError:
+            # The status controller reports it in the Ready condition; look again later.
+            return Result(requeue_after=30)
+        return None
+
+    async def _ensure_namespace(self, name: str) -> None:
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        with contextlib.suppress(AlreadyExists):
+            await self.client.create(body)
+
+    async def _delete(self, cluster: dict[str, Any]) -> Result | None:
+        name = str(cluster["metadata"]["name"])
+        namespace = execution_namespace(name)
+        # A live read: the cache may still hold Works whose deletion already finished.
+        remaining = (await self.client.live.list(WORK_GVK, namespace=namespace))["items"]
+        if remaining:
+            await self.client.delete_all_of(WORK_GVK, namespace=namespace)
+            return Result(requeue_after=DELETION_POLL)
+        with contextlib.suppress(NotFound):
+            await self.client.delete(NAMESPACE, namespace)
+        self.registry.remove(name)
+        if remove_finalizer(cluster, CLUSTER_CONTROLLER_FINALIZER):
+            await self.client.update(cluster)
+        return None
+
+
+def setup_cluster_controller(manager: Manager, registry: MemberRegistry) -> ClusterController:
+    """Register the cluster controller with ``manager``."""
+    reconciler = ClusterController(manager, registry)
+    controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster").complete(reconciler)
+    return reconciler

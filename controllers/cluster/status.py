@@ -1,0 +1,228 @@
+"""ClusterStatusController probes each member and reports it in its Cluster's status.
+
+Every ``interval`` seconds (default 10): GET ``/readyz`` on the member (``/healthz`` when the server
+has no readyz), then the condition Ready is True/ClusterReady, False/ClusterNotReady (an answer
+other than 200) or False/ClusterNotReachable (no answer). A change of health flips the condition
+only after it persisted for the success or failure threshold (Karmada's debouncing), so one lost
+probe does not evict workloads. While ready, the status also carries the member's
+kubernetesVersion, apiEnablements (its discovery), nodeSummary and resourceSummary (allocatable from
+nodes, allocated from the requests of pods that are not finished). The status is written only
+when it changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+import orjson
+
+from controllers.api import (
+    CLUSTER_GVK,
+    CLUSTER_NOT_REACHABLE_REASON,
+    CLUSTER_NOT_READY_REASON,
+    CLUSTER_READY_REASON,
+    READY_CONDITION,
+    cluster_status,
+)
+from controllers.cluster.registry import MemberConfigError, MemberRegistry
+from controllers.interpreter.quantity import Quantity
+from reconcile import (
+    GVK,
+    Client,
+    Manager,
+    NotFound,
+    Request,
+    Result,
+    controller_managed_by,
+    deep_copy,
+    get_condition,
+    set_condition,
+)
+
+__all__ = ["ClusterStatusController", "Health", "probe", "setup_cluster_status_controller"]
+
+NODE: Final = GVK("", "v1", "Node")
+POD: Final = GVK("", "v1", "Pod")
+DEFAULT_INTERVAL: Final = 10.0
+DEFAULT_THRESHOLD: Final = 30.0
+PROBE_TIMEOUT: Final = 5.0
+
+
+@dataclass(frozen=True)
+class Health:
+    """One probe's verdict: the Ready condition it argues for."""
+
+    status: str
+    reason: str
+    message: str
+
+
+async def probe(client: Client) -> Health:
+    """Probe a member's /readyz (or /healthz where readyz does not exist)."""
+    try:
+        code, body = await client.get_path("/readyz", timeout=PROBE_TIMEOUT)
+        if code == 404:
+            code, body = await client.get_path("/healthz", timeout=PROBE_TIMEOUT)
+    except Exception as error:  # every transport failure means the same: not reachable
+        return Health("False", CLUSTER_NOT_REACHABLE_REASON, f"cluster is not reachable: {error}")
+    if code != 200:
+        text = body.decode(errors="replace").strip()[:200]
+        return Health("False", CLUSTER_NOT_READY_REASON, f"cluster is not ready: {code} {text}")
+    return Health("True", CLUSTER_READY_REASON, "cluster is healthy and ready to accept workloads")
+
+
+@dataclass
+class _Observation:
+    health: Health
+    since: float
+
+
+class ClusterStatusController:
+    """Reconciles a Cluster's status from probes of its member; looks again every interval."""
+
+    def __init__(
+        self,
+        manager: Manager,
+        registry: MemberRegistry,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        threshold: float = DEFAULT_THRESHOLD,
+    ) -> None:
+        self.client = manager.client
+        self.registry = registry
+        self.interval = interval
+        self.threshold = threshold
+        self._observed: dict[str, _Observation] = {}
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Probe the member and update the Cluster's status."""
+        try:
+            cluster = await self.client.get(CLUSTER_GVK, request.name)
+        except NotFound:
+            self._observed.pop(request.name, None)
+            return None
+        health = await self._health(cluster)
+        # A deep copy: conditions are changed in place and compared with the original below.
+        status: dict[str, Any] = deep_copy(dict(cluster_status(cluster)))
+        if health.status == "True":
+            status.update(await self._details(request.name))
+        updated = {**cluster, "status": status}
+        self._set_ready(updated, self._debounced(request.name, cluster, health))
+        if updated["status"] != cluster.get("status"):
+            await self.client.update_status(updated)
+        return Result(requeue_after=self.interval)
+
+    async def _health(self, cluster: dict[str, Any]) -> Health:
+        try:
+            member = await self.registry.ensure(cluster)
+        except MemberConfigError as error:
+            return Health("False", CLUSTER_NOT_REACHABLE_REASON, str(error))
+        return await probe(member.api_reader)
+
+    def _debounced(self, name: str, cluster: dict[str, Any], health: Health) -> Health:
+        now = anyio.current_time()
+        current = get_condition(cluster, READY_CONDITION)
+        seen = self._observed.get(name)
+        if seen is None or seen.health.status != health.status:
+            seen = self._observed[name] = _Observation(health, now)
+        seen.health = health
+        if current is None or current.get("status") == health.status:
+            return health  # first report, or no flip: say it at once
+        if now - seen.since >= self.threshold:
+            return health
+        # Not persisted long enough to flip: keep the old verdict (with its old words).
+        return Health(
+            str(current.get("status")), str(current.get("reason")), str(current.get("message"))
+        )
+
+    def _set_ready(self, cluster: dict[str, Any], health: Health) -> None:
+        set_condition(
+            cluster,
+            READY_CONDITION,
+            health.status,  # type: ignore[arg-type]
+            health.reason,
+            health.message,
+        )
+
+    async def _details(self, name: str) -> dict[str, Any]:
+        member = self.registry.get(name)
+        if member is None:
+            return {}
+        client = member.api_reader
+        details: dict[str, Any] = {}
+        code, body = await client.get_path("/version", timeout=PROBE_TIMEOUT)
+        if code == 200:
+            details["kubernetesVersion"] = orjson.loads(body).get("gitVersion", "")
+        details["apiEnablements"] = await _api_enablements(client)
+        nodes = (await client.list(NODE))["items"]
+        running = "status.phase!=Succeeded,status.phase!=Failed"
+        pods = (await client.list(POD, field_selector=running))["items"]
+        details["nodeSummary"] = _node_summary(nodes)
+        details["resourceSummary"] = _resource_summary(nodes, pods)
+        return details
+
+
+async def _api_enablements(client: Client) -> list[dict[str, Any]]:
+    groups: list[str] = []
+    code, body = await client.get_path("/api")
+    if code == 200:
+        groups += list(orjson.loads(body).get("versions", []))
+    code, body = await client.get_path("/apis")
+    if code == 200:
+        for group in orjson.loads(body).get("groups", []):
+            groups += [v["groupVersion"] for v in group.get("versions", [])]
+    enablements = []
+    for group_version in sorted(groups):
+        path = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+        code, body = await client.get_path(path)
+        if code != 200:
+            continue
+        resources = [
+            {"name": r["name"], "kind": r["kind"]}
+            for r in orjson.loads(body).get("resources", [])
+            if "/" not in r["name"]
+        ]
+        enablements.append({"groupVersion": group_version, "resources": resources})
+    return enablements
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _node_summary(nodes: list[dict[str, Any]]) -> dict[str, int]:
+    return {"totalNum": len(nodes), "readyNum": sum(1 for n in nodes if _ready(n))}
+
+
+def _sum(quantities: Iterable[dict[str, Any]]) -> dict[str, str]:
+    totals: dict[str, Quantity] = {}
+    for resources in quantities:
+        for name, value in (resources or {}).items():
+            amount = Quantity.parse(str(value))
+            totals[name] = totals[name] + amount if name in totals else amount
+    return {name: str(value) for name, value in sorted(totals.items())}
+
+
+def _pod_requests(pod: dict[str, Any]) -> dict[str, Any]:
+    containers = pod.get("spec", {}).get("containers") or []
+    requests = _sum(c.get("resources", {}).get("requests") or {} for c in containers)
+    return {**requests, "pods": "1"}
+
+
+def _resource_summary(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    allocatable = _sum(n.get("status", {}).get("allocatable") or {} for n in nodes)
+    allocated = _sum(_pod_requests(p) for p in pods if p.get("spec", {}).get("nodeName"))
+    return {"allocatable": allocatable, "allocated": allocated}
+
+
+def setup_cluster_status_controller(
+    manager: Manager, registry: MemberRegistry, **options: float
+) -> ClusterStatusController:
+    """Register the cluster status controller with ``manager``."""
+    reconciler = ClusterStatusController(manager, registry, **options)
+    controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status").complete(reconciler)
+    return reconciler

@@ -1,0 +1,32 @@
+"""Context is what every multi-cluster controller is set up with: the manager, members, interpreter.
+
+``controllers.controllermanager`` builds one Context and passes it to each controller's
+``setup(context)``; controllers use nothing else to reach clusters: ``context.manager`` for the host
+(``manager.client`` reads from the cache, ``manager.api_reader`` reads live), ``context.members`` for
+member clusters (``members.get(name)`` → a ``reconcile.Cluster`` with ``client``, ``cache`` and
+``api_reader``, or None while the member is not connected), ``context.interpreter`` for every
+question about a kind (replicas, revise, retain, status, health, dependencies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controllers.cluster.registry import MemberRegistry
+from controllers.interpreter.facade import Interpreter
+from reconcile import EventRecorder, Manager
+
+__all__ = ["Context"]
+
+
+@dataclass
+class Context:
+    """The shared parts the controllers of one controller-manager are built on."""
+
+    manager: Manager
+    members: MemberRegistry
+    interpreter: Interpreter = field(default_factory=Interpreter)
+
+    def recorder(self, controller: str) -> EventRecorder:
+        """An EventRecorder for ``controller`` (events on templates, bindings, Works, Clusters)."""
+        return self.manager.event_recorder(f"reconcile-{controller}")

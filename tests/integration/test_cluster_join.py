@@ -1,0 +1,161 @@
+"""Joining members and the cluster controllers, against a real host and real members."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+import pytest_asyncio
+
+from controllers.api import CLUSTER_GVK, crd_paths
+from controllers.cluster import (
+    MemberRegistry,
+    setup_cluster_controller,
+    setup_cluster_status_controller,
+)
+from controllers.join import join_cluster
+from reconcile import (
+    GVK,
+    Client,
+    ClusterConfig,
+    Manager,
+    ManagerOptions,
+    NotFound,
+    get_condition,
+)
+from testenv import Environment, eventually
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
+
+NAMESPACE = GVK("", "v1", "Namespace")
+SECRET = GVK("", "v1", "Secret")
+SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def host_client(multicluster: Environment) -> AsyncIterator[Client]:
+    host = multicluster.host
+    await host.install_crds(crd_paths())
+    config = await ClusterConfig.from_kubeconfig(
+        host.kubeconfig, temp_dir=host.directory / "client"
+    )
+    async with Client(config) as client:
+        yield client
+
+
+async def _ready(client: Client, name: str) -> dict[str, Any] | None:
+    try:
+        cluster = await client.get(CLUSTER_GVK, name)
+    except NotFound:
+        return None
+    condition = get_condition(cluster, "Ready")
+    return cluster if condition and condition.get("status") == "True" else None
+
+
+async def test_join_then_the_controllers_connect_with_the_token_and_report_status(
+    multicluster: Environment, host_client: Client
+) -> None:
+    member = multicluster.members["member1"]
+    result = await join_cluster(
+        "member1", host=host_client, member_kubeconfig=str(member.kubeconfig)
+    )
+    assert result.endpoint == member.url
+    secret = await host_client.get(SECRET, "member1", namespace="karmada-cluster")
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    assert token.count(".") == 2, "a JWT from the TokenRequest API"
+    assert base64.b64decode(secret["data"]["caBundle"]).startswith(b"-----BEGIN CERTIFICATE")
+    config = await ClusterConfig.from_kubeconfig(
+        member.kubeconfig, temp_dir=member.directory / "client"
+    )
+    async with Client(config) as member_client:
+        await member_client.get(SERVICE_ACCOUNT, "karmada-member1", namespace="karmada-cluster")
+    # Joining again is harmless and refreshes the token.
+    await join_cluster("member1", host=host_client, member_kubeconfig=str(member.kubeconfig))
+
+    host = multicluster.host
+    manager = Manager(
+        await ClusterConfig.from_kubeconfig(host.kubeconfig, temp_dir=host.directory / "client"),
+        options=ManagerOptions(metrics_bind_address="0"),
+    )
+    registry = MemberRegistry(manager, scratch=host.directory / "client")
+    setup_cluster_controller(manager, registry)
+    setup_cluster_status_controller(manager, registry, interval=0.5, threshold=0)
+    async with anyio.create_task_group() as group:
+        await group.start(manager.start)
+        cluster = await eventually(lambda: _ready(host_client, "member1"), timeout=30)
+        status = cluster["status"]
+        assert status["kubernetesVersion"] == await member.server_version()
+        apps = next(e for e in status["apiEnablements"] if e["groupVersion"] == "apps/v1")
+        assert {"name": "deployments", "kind": "Deployment"} in apps["resources"]
+        assert status["nodeSummary"] == {"totalNum": 0, "readyNum": 0}
+        assert "karmada.io/cluster-controller" in cluster["metadata"]["finalizers"]
+        await host_client.get(NAMESPACE, "karmada-es-member1")
+        # The registered member client authenticates with the joined token, not as admin.
+        registered = registry.get("member1")
+        assert registered is not None
+        assert registered.api_reader.config.host == member.url
+
+        await member.stop_apiserver()
+
+        async def unreachable() -> bool:
+            current = await host_client.get(CLUSTER_GVK, "member1")
+            condition = get_condition(current, "Ready") or {}
+            return condition.get("reason") == "ClusterNotReachable"
+
+        try:
+            await eventually(unreachable, timeout=30)
+        finally:
+            await member.start_apiserver()
+        await eventually(lambda: _ready(host_client, "member1"), timeout=30)
+        manager.stop()
+
+
+async def test_insecure_clusters_are_refused_with_a_clear_condition(
+    multicluster: Environment, host_client: Client
+) -> None:
+    host = multicluster.host
+    await host_client.apply(
+        {
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": "insecure"},
+            "spec": {
+                "apiEndpoint": "https://127.0.0.1:1",
+                "insecureSkipTLSVerification": True,
+                "syncMode": "Push",
+            },
+        }
+    )
+    manager = Manager(
+        await ClusterConfig.from_kubeconfig(host.kubeconfig, temp_dir=host.directory / "client"),
+        options=ManagerOptions(metrics_bind_address="0"),
+    )
+    registry = MemberRegistry(manager)
+    setup_cluster_controller(manager, registry)
+    setup_cluster_status_controller(manager, registry, interval=0.5, threshold=0)
+    async with anyio.create_task_group() as group:
+        await group.start(manager.start)
+
+        async def refused() -> str | None:
+            current = await host_client.get(CLUSTER_GVK, "insecure")
+            condition = get_condition(current, "Ready") or {}
+            message = str(condition.get("message", ""))
+            return message if condition.get("status") == "False" else None
+
+        message = await eventually(refused, timeout=30)
+        assert "insecureSkipTLSVerification" in message
+        # Deleting the Cluster releases it: no Works, so the finalizer goes at once.
+        await host_client.delete(CLUSTER_GVK, "insecure")
+
+        async def gone() -> bool:
+            try:
+                await host_client.get(CLUSTER_GVK, "insecure")
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone, timeout=30)
+        manager.stop()

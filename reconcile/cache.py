@@ -246,6 +246,8 @@ class Cache:
             CacheSyncError: its reflector was refused for good, or ``timeout`` (default
                 ``sync_timeout``) passed.
         """
+        if informer.has_synced():
+            return  # the read path: no cancel scope, no waiting
         limit = self.sync_timeout if timeout is None else timeout
         with anyio.move_on_after(limit):
             while not informer.has_synced():

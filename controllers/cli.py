@@ -1,21 +1,132 @@
-"""Cli is the ``reconcile`` command line: testenv control planes and the demo."""
+"""Cli is the ``reconcile`` command line: controller-manager, join, interpret, testenv and demo."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
 
+from controllers.interpreter.cli import add_interpret_parser
+from reconcile import ConfigError, LeadershipLost, ManagerOptions, configure_logging
 from testenv.cli import add_testenv_parser
 
 __all__ = ["main"]
 
 
+def _member_kubeconfigs(values: Sequence[str]) -> dict[str, Path]:
+    members = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise argparse.ArgumentTypeError(f"--member-kubeconfig wants NAME=PATH, got {value!r}")
+        members[name] = Path(path)
+    return members
+
+
+def _add_controller_manager(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "controller-manager", help="run the multi-cluster controllers against a host cluster"
+    )
+    parser.add_argument("--kubeconfig", help="the host cluster (default: $KUBECONFIG, in-cluster)")
+    parser.add_argument("--context", help="kubeconfig context of the host")
+    parser.add_argument(
+        "--controllers",
+        default="*",
+        help="comma-separated controllers; * for all, -name to leave one out (default *)",
+    )
+    parser.add_argument("--metrics-bind-address", default=":8080")
+    parser.add_argument("--health-probe-bind-address", default=":8081")
+    parser.add_argument("--leader-elect", action="store_true")
+    parser.add_argument("--leader-elect-resource-namespace", default="karmada-system")
+    parser.add_argument(
+        "--member-kubeconfig",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="reach member NAME with a kubeconfig instead of its Cluster's Secret (local use)",
+    )
+    parser.add_argument("--log-format", choices=["console", "json"], default="console")
+    parser.add_argument("--log-level", default="INFO")
+    parser.set_defaults(func=_controller_manager)
+
+
+def _controller_manager(args: argparse.Namespace) -> int:
+    from controllers.controllermanager import run_controller_manager
+
+    configure_logging(json=args.log_format == "json", level=args.log_level)
+    options = ManagerOptions(
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_election=args.leader_elect,
+        leader_election_id="reconcile-controller-manager",
+        leader_election_namespace=args.leader_elect_resource_namespace,
+    )
+    try:
+        anyio.run(
+            lambda: run_controller_manager(
+                args.kubeconfig,
+                context=args.context,
+                controllers=[c.strip() for c in args.controllers.split(",") if c.strip()],
+                options=options,
+                member_kubeconfigs=_member_kubeconfigs(args.member_kubeconfig),
+            )
+        )
+    except (ConfigError, ValueError, argparse.ArgumentTypeError) as error:
+        print(f"controller-manager: {error}", file=sys.stderr)
+        return 2
+    except LeadershipLost as error:
+        print(f"controller-manager: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_join(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("join", help="register a member cluster with the host")
+    parser.add_argument("name", help="the member's Cluster name")
+    parser.add_argument("--kubeconfig", help="the host cluster")
+    parser.add_argument("--context", help="kubeconfig context of the host")
+    parser.add_argument("--cluster-kubeconfig", required=True, help="the member cluster")
+    parser.add_argument("--cluster-context", help="kubeconfig context of the member")
+    parser.add_argument("--cluster-endpoint", help="the member URL as the host reaches it")
+    parser.set_defaults(func=_join)
+
+
+def _join(args: argparse.Namespace) -> int:
+    from controllers.join import join_cluster
+    from reconcile import ApiError, Client, ClusterConfig
+
+    async def run() -> None:
+        host = await ClusterConfig.load(args.kubeconfig, context=args.context)
+        async with Client(host, field_manager="reconcile-join") as client:
+            result = await join_cluster(
+                args.name,
+                host=client,
+                member_kubeconfig=args.cluster_kubeconfig,
+                member_context=args.cluster_context,
+                endpoint=args.cluster_endpoint,
+            )
+        print(f"cluster {result.name} joined: endpoint {result.endpoint}, secret {result.secret}")
+
+    try:
+        anyio.run(run)
+    except (ConfigError, ApiError, OSError) as error:
+        print(f"join {args.name}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="reconcile", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="reconcile",
+        description="Karmada-style multi-cluster controllers, and real control planes for tests.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_controller_manager(commands)
+    _add_join(commands)
+    add_interpret_parser(commands)
     add_testenv_parser(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")
     demo.set_defaults(func=_demo)

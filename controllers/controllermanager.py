@@ -1,0 +1,112 @@
+"""Controllermanager assembles the multi-cluster controllers into one reconcile Manager.
+
+``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
+sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
+with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
+status. ``run_controller_manager`` is what ``reconcile controller-manager`` runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from controllers.cluster import (
+    MemberRegistry,
+    setup_cluster_controller,
+    setup_cluster_status_controller,
+)
+from controllers.context import Context
+from reconcile import Manager, ManagerOptions
+
+__all__ = ["CONTROLLERS", "build", "run_controller_manager"]
+
+Setup = Callable[[Context], None]
+
+
+def _cluster(context: Context) -> None:
+    setup_cluster_controller(context.manager, context.members)
+
+
+def _cluster_status(context: Context) -> None:
+    setup_cluster_status_controller(context.manager, context.members)
+
+
+def _lazy(target: str) -> Setup:
+    # Imported on use: a controller-manager running a subset loads only what it runs.
+    module, _, function = target.partition(":")
+
+    def setup(context: Context) -> None:
+        getattr(importlib.import_module(module), function)(context)
+
+    return setup
+
+
+CONTROLLERS: Final[Mapping[str, Setup]] = {
+    "cluster": _cluster,
+    "cluster-status": _cluster_status,
+    "interpreter-config": _lazy("controllers.interpreterconfig:setup"),
+    "detector": _lazy("controllers.detector:setup"),
+    "scheduler": _lazy("controllers.scheduler.controller:setup"),
+    "binding": _lazy("controllers.binding.controller:setup"),
+    "execution": _lazy("controllers.execution:setup"),
+    "status": _lazy("controllers.status:setup"),
+}
+
+
+def _selected(names: Sequence[str] | None) -> list[str]:
+    """karmada's syntax: ``*`` for all, ``-name`` to leave one out."""
+    wanted = list(names or ["*"])
+    chosen = list(CONTROLLERS) if "*" in wanted else []
+    for name in wanted:
+        if name == "*":
+            continue
+        bare = name.removeprefix("-")
+        if bare not in CONTROLLERS:
+            known = ", ".join(CONTROLLERS)
+            raise ValueError(f"unknown controller {bare!r} (known: {known})")
+        if name.startswith("-"):
+            chosen = [c for c in chosen if c != bare]
+        elif bare not in chosen:
+            chosen.append(bare)
+    return chosen
+
+
+def build(
+    manager: Manager,
+    *,
+    controllers: Sequence[str] | None = None,
+    member_kubeconfigs: Mapping[str, Path] | None = None,
+    scratch: Path | None = None,
+) -> Context:
+    """Set up the selected controllers on ``manager`` and return their shared Context.
+
+    Raises:
+        ValueError: an unknown controller name.
+    """
+    registry = MemberRegistry(manager, kubeconfigs=member_kubeconfigs, scratch=scratch)
+    context = Context(manager, registry)
+    for name in _selected(controllers):
+        CONTROLLERS[name](context)
+    return context
+
+
+async def run_controller_manager(
+    kubeconfig: str | None,
+    *,
+    context: str | None = None,
+    controllers: Sequence[str] | None = None,
+    options: ManagerOptions | None = None,
+    member_kubeconfigs: Mapping[str, Path] | None = None,
+) -> None:
+    """Run the controllers against the host until SIGTERM/SIGINT.
+
+    Raises:
+        ConfigError: the host kubeconfig is unusable.
+        LeadershipLost: leader election was on and the Lease was lost.
+    """
+    manager = await Manager.from_kubeconfig(kubeconfig, context=context, options=options)
+    build(manager, controllers=controllers, member_kubeconfigs=member_kubeconfigs)
+    await manager.run_until_signalled()

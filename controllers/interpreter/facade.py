@@ -1,0 +1,163 @@
+"""Interpreter answers the resource interpreter's operations for any kind, from the right source.
+
+Controllers ask one ``Interpreter``; for each kind and operation it picks the first source that
+handles it, in Karmada's precedence:
+
+1. ResourceInterpreterCustomizations (Lua) applied to this interpreter,
+2. webhook backends (ResourceInterpreterWebhookConfigurations), by name,
+3. the bundled third-party customizations (``thirdparty/``),
+4. the native defaults for Kubernetes kinds.
+
+Customizations and webhooks change at runtime (``apply_customization``, ``add_webhook``...), as the
+controllers watching those CRDs see them. When no source handles a kind and operation the methods
+raise ``NotSupported``; callers decide what that means (no replicas, no retention, health
+Unknown...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from controllers.interpreter.backend import Backend
+from controllers.interpreter.customization import (
+    Customization,
+    CustomizationSet,
+    bundled_customizations,
+)
+from controllers.interpreter.native import NativeBackend
+from controllers.interpreter.types import (
+    AggregatedStatusItem,
+    Component,
+    DependentObjectReference,
+    InterpreterError,
+    NotSupported,
+    Operation,
+    ReplicaRequirements,
+)
+from reconcile import GVK
+
+__all__ = ["Interpreter"]
+
+Obj = dict[str, Any]
+_DEFAULT: Any = object()
+
+
+def _gvk_of(obj: Mapping[str, Any]) -> GVK:
+    try:
+        return GVK.of(obj)
+    except (ValueError, AttributeError) as err:
+        raise InterpreterError(
+            f"cannot interpret an object without apiVersion and kind: {err}"
+        ) from err
+
+
+class Interpreter:
+    """The resource interpreter: one entry point, sources tried in precedence order.
+
+    ``thirdparty`` defaults to the bundled customizations and ``native`` to the native defaults;
+    pass None to leave either out. Methods mirror ``Backend`` and raise ``NotSupported`` when no
+    source handles the object's kind and operation, ``InterpreterError`` (or a subclass such as
+    ``LuaError``) when the source fails.
+    """
+
+    def __init__(
+        self,
+        *,
+        customizations: CustomizationSet | None = None,
+        webhooks: Mapping[str, Backend] | None = None,
+        thirdparty: Backend | None = _DEFAULT,
+        native: Backend | None = _DEFAULT,
+    ) -> None:
+        self.customizations = customizations if customizations is not None else CustomizationSet()
+        self._webhooks: dict[str, Backend] = dict(webhooks or {})
+        self._thirdparty = bundled_customizations() if thirdparty is _DEFAULT else thirdparty
+        self._native = NativeBackend() if native is _DEFAULT else native
+
+    # --- runtime changes ----------------------------------------------------------------------
+
+    def apply_customization(self, obj: Mapping[str, Any]) -> Customization:
+        """Add or replace a ResourceInterpreterCustomization (scripts compile now).
+
+        Raises:
+            InvalidCustomization: the object is malformed.
+            LuaError: a script does not load; the previous version stays in effect.
+        """
+        return self.customizations.apply(obj)
+
+    def remove_customization(self, name: str) -> bool:
+        """Drop a customization by name; False if there was none."""
+        return self.customizations.remove(name)
+
+    def add_webhook(self, name: str, backend: Backend) -> Backend | None:
+        """Add or replace the backend of a ResourceInterpreterWebhookConfiguration.
+
+        Returns the backend it replaced, if any, for the caller to close.
+        """
+        previous = self._webhooks.get(name)
+        self._webhooks[name] = backend
+        return previous
+
+    def remove_webhook(self, name: str) -> Backend | None:
+        """Drop a webhook backend by configuration name; returns it (to close), None if none."""
+        return self._webhooks.pop(name, None)
+
+    # --- choosing a source --------------------------------------------------------------------
+
+    def _sources(self) -> Iterator[Backend]:
+        yield self.customizations
+        for name in sorted(self._webhooks):
+            yield self._webhooks[name]
+        if self._thirdparty is not None:
+            yield self._thirdparty
+        if self._native is not None:
+            yield self._native
+
+    def source_for(self, gvk: GVK, operation: Operation) -> Backend | None:
+        """The source that answers ``operation`` for ``gvk``, None when none does."""
+        return next((s for s in self._sources() if s.handles(gvk, operation)), None)
+
+    def handles(self, gvk: GVK, operation: Operation) -> bool:
+        """Whether any source answers ``operation`` for ``gvk``."""
+        return self.source_for(gvk, operation) is not None
+
+    def _pick(self, obj: Mapping[str, Any], operation: Operation) -> Backend:
+        gvk = _gvk_of(obj)
+        source = self.source_for(gvk, operation)
+        if source is None:
+            raise NotSupported(gvk, operation)
+        return source
+
+    # --- operations ---------------------------------------------------------------------------
+
+    async def get_replicas(self, obj: Obj) -> tuple[int, ReplicaRequirements | None]:
+        """InterpretReplica. Raises: NotSupported, InterpreterError."""
+        return await self._pick(obj, Operation.INTERPRET_REPLICA).get_replicas(obj)
+
+    async def revise_replica(self, obj: Obj, replicas: int) -> Obj:
+        """ReviseReplica. Raises: NotSupported, InterpreterError."""
+        return await self._pick(obj, Operation.REVISE_REPLICA).revise_replica(obj, replicas)
+
+    async def retain(self, desired: Obj, observed: Obj) -> Obj:
+        """Retain (chosen by the desired object's kind). Raises: NotSupported, InterpreterError."""
+        return await self._pick(desired, Operation.RETAIN).retain(desired, observed)
+
+    async def aggregate_status(self, obj: Obj, items: Sequence[AggregatedStatusItem]) -> Obj:
+        """AggregateStatus. Raises: NotSupported, InterpreterError."""
+        return await self._pick(obj, Operation.AGGREGATE_STATUS).aggregate_status(obj, items)
+
+    async def reflect_status(self, obj: Obj) -> Obj | None:
+        """InterpretStatus. Raises: NotSupported, InterpreterError."""
+        return await self._pick(obj, Operation.INTERPRET_STATUS).reflect_status(obj)
+
+    async def interpret_health(self, obj: Obj) -> bool:
+        """InterpretHealth. Raises: NotSupported, InterpreterError."""
+        return await self._pick(obj, Operation.INTERPRET_HEALTH).interpret_health(obj)
+
+    async def get_dependencies(self, obj: Obj) -> list[DependentObjectReference]:
+        """InterpretDependency. Raises: NotSupported, InterpreterError."""
+        return await self._pick(obj, Operation.INTERPRET_DEPENDENCY).get_dependencies(obj)
+
+    async def get_components(self, obj: Obj) -> list[Component]:
+        """InterpretComponent. Raises: NotSupported, InterpreterError."""
+        return await self._pick(obj, Operation.INTERPRET_COMPONENT).get_components(obj)

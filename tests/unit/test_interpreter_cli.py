@@ -1,0 +1,190 @@
+"""``reconcile interpret`` runs one operation on files and prints its result, like karmadactl.
+
+Inputs live in tests/data/interpreter: the seed's Workload with a Lua customization, a Deployment
+for the native defaults, status item lists, and broken files for the error paths.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controllers.interpreter.cli import main
+
+DATA = Path(__file__).parents[1] / "data" / "interpreter"
+ROOT = Path(__file__).parents[2]
+CUSTOMIZATION = ["--customization", str(DATA / "workload-customization.yaml")]
+DESIRED = ["--desired-file", str(DATA / "workload-desired.yaml")]
+OBSERVED = ["--observed-file", str(DATA / "workload-observed.yaml")]
+STATUS = ["--status-file", str(DATA / "workload-status.yaml")]
+
+
+def interpret(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """Run the command; the exit status, the parsed output (YAML or JSON) and stderr."""
+    status = main(["interpret", *argv])
+    out, err = capsys.readouterr()
+    return status, yaml.safe_load(out) if out else None, err
+
+
+WORKLOAD_REQUIRES = {"resourceRequest": {"cpu": "100m", "memory": "64Mi"}}
+
+WORKLOAD_CASES: list[tuple[str, list[str], dict[str, Any]]] = [
+    ("InterpretReplica", DESIRED, {"replica": 3, "requires": WORKLOAD_REQUIRES}),
+    ("InterpretReplica", OBSERVED, {"replica": 3, "requires": None}),
+    ("InterpretStatus", OBSERVED + DESIRED, {"status": {"readyReplicas": 3}}),
+    ("InterpretStatus", DESIRED, {"status": None}),
+    ("InterpretHealth", OBSERVED, {"healthy": True}),
+    ("InterpretHealth", DESIRED, {"healthy": False}),
+    ("InterpretDependency", DESIRED, {"dependencies": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "name": "nginx-config"},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "namespace": "default", "name": "nginx"},
+    ]}),
+    ("InterpretComponent", DESIRED, {"components": [
+        {"name": "workload", "replicas": 3, "replicaRequirements": WORKLOAD_REQUIRES},
+    ]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("operation", "inputs", "expected"),
+    WORKLOAD_CASES,
+    ids=[f"{case[0]}-{case[1][0].removeprefix('--')}" for case in WORKLOAD_CASES],
+)
+def test_each_operation_of_a_customization(
+    capsys: pytest.CaptureFixture[str], operation: str, inputs: list[str], expected: Any
+) -> None:
+    status, output, err = interpret(capsys, *CUSTOMIZATION, "--operation", operation, *inputs)
+    assert (status, err) == (0, "")
+    assert output == expected
+
+
+def test_revise_retain_and_aggregate_print_whole_objects(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    desired = yaml.safe_load((DATA / "workload-desired.yaml").read_text())
+    args = [*CUSTOMIZATION, *DESIRED]
+    _, revised, _ = interpret(
+        capsys, *args, "--operation", "ReviseReplica", "--desired-replica", "1"
+    )
+    assert revised == {"revised": {**desired, "spec": {**desired["spec"], "replicas": 1}}}
+    _, retained, _ = interpret(capsys, *args, *OBSERVED, "--operation", "Retain")
+    assert retained == {"retained": {**desired, "spec": {**desired["spec"], "paused": True}}}
+    _, aggregated, _ = interpret(capsys, *args, *STATUS, "--operation", "AggregateStatus")
+    assert aggregated == {"aggregatedStatus": {**desired, "status": {"readyReplicas": 3}}}
+    _, no_items, _ = interpret(capsys, *args, "--operation", "AggregateStatus")
+    assert no_items["aggregatedStatus"]["status"] == {"readyReplicas": 0}
+
+
+def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["interpret", *CUSTOMIZATION, *DESIRED, "--operation", "InterpretReplica",
+                   "-o", "json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 0
+    assert json.loads(out) == {"replica": 3, "requires": WORKLOAD_REQUIRES}
+
+
+def test_without_a_customization_the_native_defaults_answer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    desired = ["--desired-file", str(DATA / "deployment-desired.yaml")]
+    observed = ["--observed-file", str(DATA / "deployment-observed.yaml")]
+    _, replicas, _ = interpret(capsys, *desired, "--operation", "InterpretReplica")
+    assert replicas == {"replica": 4, "requires": {
+        "resourceRequest": {"cpu": "500m", "memory": "128Mi"}, "namespace": "default"}}  # fmt: skip
+    _, status, _ = interpret(capsys, *observed, "--operation", "InterpretStatus")
+    assert status == {"status": {
+        "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2,
+        "availableReplicas": 2, "generation": 1, "resourceTemplateGeneration": 2}}  # fmt: skip
+    _, health, _ = interpret(capsys, *observed, "--operation", "InterpretHealth")
+    assert health == {"healthy": True}
+    items = ["--status-file", str(DATA / "deployment-status.yaml")]
+    _, aggregated, _ = interpret(capsys, *desired, *items, "--operation", "AggregateStatus")
+    assert aggregated["aggregatedStatus"]["status"] == {
+        "observedGeneration": 2, "replicas": 4, "updatedReplicas": 4, "readyReplicas": 3,
+        "availableReplicas": 3, "unavailableReplicas": 1}  # fmt: skip
+
+
+ERROR_CASES: list[tuple[str, list[str], str]] = [
+    ("missing-file", ["--operation", "InterpretReplica", "--desired-file", str(DATA / "nope.yaml")],
+     "error: cannot read desired file .*nope.yaml: No such file or directory"),
+    ("bad-yaml", ["--operation", "InterpretReplica", "--desired-file", str(DATA / "not-yaml.yaml")],
+     r"error: desired file .*not-yaml.yaml is not valid YAML: expected ',' or ']', but got ':' "
+     r"\(line 2, column 5\)"),
+    ("bad-customization-yaml", ["--customization", str(DATA / "not-yaml.yaml"), "--operation",
+                                "InterpretReplica", *DESIRED], "error: not valid YAML"),
+    ("not-a-customization", ["--customization", str(DATA / "workload-desired.yaml"),
+                             "--operation", "InterpretReplica", *DESIRED],
+     "error: no ResourceInterpreterCustomization document found"),
+    ("lua-runtime-error", ["--customization", str(DATA / "broken-customization.yaml"),
+                           "--operation", "InterpretReplica", *DESIRED],
+     r"error: workload-broken/replicaResource: luaScript:2: attempt to index field 'missing'"),
+    ("lua-sandbox", ["--customization", str(DATA / "broken-customization.yaml"),
+                     "--operation", "InterpretHealth", *OBSERVED],
+     "error: workload-broken/healthInterpretation: luaScript:2: os.execute is not available"),
+    ("lua-syntax-error", ["--customization", str(DATA / "syntax-error-customization.yaml"),
+                          "--operation", "InterpretReplica", *DESIRED],
+     r"error: workload-syntax/replicaResource: luaScript:3: unexpected symbol near 'end'"),
+    ("rule-missing", ["--customization", str(DATA / "broken-customization.yaml"),
+                      "--operation", "Retain", *DESIRED, *OBSERVED],
+     "error: .*broken-customization.yaml has no Retain rule .spec.customizations.retention. "
+     "targeting workload.example.io/v1alpha1 Workload"),
+    ("other-kind", [*CUSTOMIZATION, "--operation", "InterpretReplica", "--desired-file",
+                    str(DATA / "deployment-desired.yaml")], "targeting apps/v1 Deployment"),
+    ("no-native-rule", ["--operation", "ReviseReplica", "--desired-replica", "1", *DESIRED],
+     "error: no built-in interpreter handles ReviseReplica for workload.example.io/v1alpha1"),
+    ("no-object", [*CUSTOMIZATION, "--operation", "InterpretHealth"],
+     "error: InterpretHealth needs --desired-file or --observed-file"),
+    ("retain-needs-both", [*CUSTOMIZATION, "--operation", "Retain", *DESIRED],
+     "error: Retain needs --desired-file and --observed-file"),
+    ("revise-needs-replicas", [*CUSTOMIZATION, "--operation", "ReviseReplica", *DESIRED],
+     "error: ReviseReplica needs --desired-replica"),
+    ("bad-status-item", [*CUSTOMIZATION, "--operation", "AggregateStatus", *DESIRED,
+                         "--status-file", str(DATA / "workload-desired.yaml")],
+     "error: status file .*workload-desired.yaml: status item needs a clusterName"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), [case[1:] for case in ERROR_CASES], ids=[case[0] for case in ERROR_CASES]
+)
+def test_errors_exit_one_with_one_clear_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    status, output, err = interpret(capsys, *argv)
+    assert status == 1
+    assert output is None
+    assert err.count("\n") == 1
+    assert err.startswith("error: ")
+    assert __import__("re").search(message, err), err
+
+
+def test_an_unknown_operation_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["interpret", "--operation", "Explode", *DESIRED])
+    assert exited.value.code == 2
+    assert "invalid choice: 'Explode'" in capsys.readouterr().err
+
+
+def test_runs_as_a_separate_process() -> None:
+    command = [
+        sys.executable, "-c",
+        "import sys; from controllers.interpreter.cli import main; sys.exit(main(sys.argv[1:]))",
+        "interpret", *CUSTOMIZATION, *DESIRED, "--operation", "InterpretComponent", "-o", "json",
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout)["components"][0]["replicas"] == 3
+    failing = [*command[:3], "interpret", "--operation", "InterpretReplica", *DESIRED[:1], "/nope"]
+    done = subprocess.run(
+        failing, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: cannot read desired file /nope")

@@ -1,11 +1,12 @@
 """Context is what every multi-cluster controller is set up with: the manager, members, interpreter.
 
 ``controllers.controllermanager`` builds one Context and passes it to each controller's
-``setup(context)``; controllers use nothing else to reach clusters: ``context.manager`` for the host
-(``manager.client`` reads from the cache, ``manager.api_reader`` reads live), ``context.members`` for
-member clusters (``members.get(name)`` → a ``reconcile.Cluster`` with ``client``, ``cache`` and
-``api_reader``, or None while the member is not connected), ``context.interpreter`` for every
-question about a kind (replicas, revise, retain, status, health, dependencies).
+``setup(context)``; controllers use nothing else to reach clusters: ``context.manager`` for the
+host (``manager.client`` reads from the cache, ``manager.api_reader`` reads live),
+``context.members`` for member clusters (``members.get(name)`` → a ``reconcile.Cluster`` with
+``client``, ``cache`` and ``api_reader``, or None while the member is not connected), and
+``context.interpreter`` for every question about a kind (replicas, revise, retain, status, health,
+dependencies).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ __all__ = [
     "RESOURCE_BINDING_NAMESPACE_ANNOTATION",
     "RESOURCE_BINDING_NAME_ANNOTATION",
     "RESOURCE_BINDING_PERMANENT_ID_LABEL",
+    "RESOURCE_TEMPLATE_GENERATION_ANNOTATION",
     "RESOURCE_TEMPLATE_UID_ANNOTATION",
     "RETAIN_REPLICAS_LABEL",
     "WORK_NAMESPACE_ANNOTATION",
@@ -74,6 +75,7 @@ MANAGED_LABEL_VALUE: Final = "true"
 WORK_NAME_ANNOTATION: Final = "work.karmada.io/name"
 WORK_NAMESPACE_ANNOTATION: Final = "work.karmada.io/namespace"
 RESOURCE_TEMPLATE_UID_ANNOTATION: Final = "resourcetemplate.karmada.io/uid"
+RESOURCE_TEMPLATE_GENERATION_ANNOTATION: Final = "resourcetemplate.karmada.io/generation"
 MANAGED_LABELS_ANNOTATION: Final = "resourcetemplate.karmada.io/managed-labels"
 MANAGED_ANNOTATIONS_ANNOTATION: Final = "resourcetemplate.karmada.io/managed-annotations"
 RETAIN_REPLICAS_LABEL: Final = "resourcetemplate.karmada.io/retain-replicas"

@@ -39,6 +39,7 @@ from controllers.api import (
     OVERWRITE,
     RESOURCE_BINDING_NAME_ANNOTATION,
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+    RESOURCE_TEMPLATE_GENERATION_ANNOTATION,
     RESOURCE_TEMPLATE_UID_ANNOTATION,
     WORK_GVK,
     WORK_NAME_ANNOTATION,
@@ -58,7 +59,7 @@ from controllers.binding.overrides import (
     apply_overrides,
 )
 from controllers.binding.prune import prune_manifest
-from reconcile import annotations_of, name_of, namespace_of, uid_of
+from reconcile import annotations_of, generation_of, name_of, namespace_of, uid_of
 
 __all__ = ["ClusterWorkload", "build_work", "build_workload", "conflict_resolution_for"]
 
@@ -158,6 +159,9 @@ def build_workload(
         WORK_NAMESPACE_ANNOTATION: execution_namespace(cluster_name),
         CONFLICT_RESOLUTION_ANNOTATION: conflict_resolution_for(template, binding),
     }
+    if generation_of(template):
+        # Members report it back; the template's observedGeneration moves only once all caught up.
+        work_annotations[RESOURCE_TEMPLATE_GENERATION_ANNOTATION] = str(generation_of(template))
     _merge(manifest, "annotations", work_annotations)
     manifest = prune_manifest(manifest)
     _record_managed_keys(manifest)

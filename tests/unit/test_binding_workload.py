@@ -116,10 +116,12 @@ def test_a_deployment_becomes_a_work_for_its_cluster() -> None:
                 "work.karmada.io/name": "nginx-687f7fb96f",
                 "work.karmada.io/namespace": "karmada-es-member1",
                 "work.karmada.io/conflict-resolution": "overwrite",
+                "resourcetemplate.karmada.io/generation": "2",
                 "resourcetemplate.karmada.io/managed-annotations": (
                     "propagationpolicy.karmada.io/name,"
                     "resourcebinding.karmada.io/name,"
                     "resourcebinding.karmada.io/namespace,"
+                    "resourcetemplate.karmada.io/generation,"
                     "resourcetemplate.karmada.io/managed-annotations,"
                     "resourcetemplate.karmada.io/managed-labels,"
                     "resourcetemplate.karmada.io/uid,"

@@ -1,0 +1,77 @@
+"""execution applies Works to member clusters: the execution controller and what it is built from.
+
+``setup(context)`` registers the controller. It creates, updates (keeping what the member owns,
+skipping no-ops) and deletes member objects for each Work, watches the managed objects in every
+member so deleted or drifted ones are re-applied, and writes the Work's Applied condition and
+``manifestStatuses`` (reflected status and health of each object).
+"""
+
+from controllers.execution.controller import (
+    DEFAULT_WORKERS,
+    MEMBER_SYNC_TIMEOUT,
+    NAME,
+    ApplyFailed,
+    ConflictAborted,
+    ExecutionController,
+    MemberUnavailable,
+    setup,
+    setup_execution_controller,
+)
+from controllers.execution.drift import (
+    Applied,
+    AppliedRecords,
+    ObjectRef,
+    contains,
+    manifest_digest,
+    needs_update,
+)
+from controllers.execution.retain import (
+    KARMADA_ANNOTATIONS,
+    KARMADA_LABELS,
+    release_patch,
+    retain_member_fields,
+)
+from controllers.execution.source import (
+    MANAGED_SELECTOR,
+    ManagedObjects,
+    managed_informer,
+    work_request,
+)
+from controllers.execution.workstatus import (
+    APPLIED_MESSAGE,
+    StatusReflector,
+    failure_message,
+    identifier_of,
+    status_patch,
+)
+
+__all__ = [
+    "APPLIED_MESSAGE",
+    "Applied",
+    "AppliedRecords",
+    "ApplyFailed",
+    "ConflictAborted",
+    "DEFAULT_WORKERS",
+    "ExecutionController",
+    "KARMADA_ANNOTATIONS",
+    "KARMADA_LABELS",
+    "MANAGED_SELECTOR",
+    "MEMBER_SYNC_TIMEOUT",
+    "ManagedObjects",
+    "MemberUnavailable",
+    "NAME",
+    "ObjectRef",
+    "StatusReflector",
+    "contains",
+    "failure_message",
+    "identifier_of",
+    "managed_informer",
+    "manifest_digest",
+    "needs_update",
+    "release_patch",
+    "retain_member_fields",
+    "setup",
+    "setup_execution_controller",
+    "status_patch",
+    "work_request",
+]

@@ -1,0 +1,493 @@
+"""ExecutionController applies every Work's manifests to its member cluster and keeps them there.
+
+A Work in ``karmada-es-<cluster>`` holds whole objects for the member ``<cluster>``. For each Work:
+
+- finalizer ``karmada.io/execution-controller``; while the member is not connected, its Cluster is
+  missing or not Ready, the Work gets Applied=False saying why and the reconcile fails (retried
+  with backoff, and at once when the Cluster turns Ready);
+- each manifest is created when absent; an existing object not labelled ``karmada.io/managed=true``
+  is taken over only when ``work.karmada.io/conflict-resolution`` is ``overwrite``, otherwise it is
+  left untouched and Applied=False says why; an update keeps what the member owns (``retain``), then
+  runs the interpreter's Retain hook, and is skipped when it would change nothing (``drift``); an
+  update refused for a stale resourceVersion is tried once more from a live read. Failed manifests
+  fail the reconcile (retried with backoff), except malformed ones (no kind, no name), which only
+  a change of the Work can fix (TerminalError). ``spec.suspendDispatching`` pauses all of this;
+- the Work's status gets Applied True/AppliedSuccessful or False/AppliedFailed with the errors, and
+  ``manifestStatuses`` with each object's reflected status and health (``workstatus``), written
+  only when changed. Reflecting status here, right after applying, rather than in a second
+  controller on the same events, means one reconcile per event, one status write, and no two
+  writers of one Work's status.
+
+Member objects are watched through label-scoped informers (``source.ManagedObjects``), added the
+first time a Work of that kind is reconciled for that member (and again when the member connection
+is replaced): a deleted or edited member object enqueues its Work, which re-creates or reverts it,
+and a status change refreshes ``manifestStatuses``.
+
+A deleted Work deletes its member objects (only those managed by it), or with
+``spec.preserveResourcesOnDeletion`` only strips Karmada's labels and annotations from them; an
+unreachable member blocks the deletion until it is back, unless its Cluster is being deleted or
+gone. Then the finalizer is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from controllers.api import (
+    CLUSTER_GVK,
+    CONFLICT_RESOLUTION_ANNOTATION,
+    CONFLICT_RESOLUTION_OVERWRITE,
+    EXECUTION_CONTROLLER_FINALIZER,
+    MANAGED_LABEL,
+    MANAGED_LABEL_VALUE,
+    READY_CONDITION,
+    WORK_GVK,
+    WORK_NAME_ANNOTATION,
+    WORK_NAMESPACE_ANNOTATION,
+    ManifestStatus,
+    cluster_of_execution_namespace,
+    execution_namespace,
+    is_cluster_ready,
+    manifests_of,
+    work_spec,
+)
+from controllers.context import Context
+from controllers.execution.drift import AppliedRecords, ObjectRef, manifest_digest, needs_update
+from controllers.execution.retain import release_patch, retain_member_fields
+from controllers.execution.source import ManagedObjects, managed_informer
+from controllers.execution.workstatus import StatusReflector, failure_message, status_patch
+from controllers.interpreter import NotSupported
+from reconcile import (
+    GVK,
+    NAMESPACE_INDEX,
+    AlreadyExists,
+    Cluster,
+    Conflict,
+    Controller,
+    ControllerOptions,
+    EnqueueRequestsFromMapFunc,
+    Event,
+    EventType,
+    NoKindMatch,
+    NotFound,
+    Obj,
+    ObjectKey,
+    Preconditions,
+    Request,
+    Result,
+    SharedInformer,
+    TerminalError,
+    add_finalizer,
+    annotations_of,
+    controller_managed_by,
+    deep_copy,
+    generation_of,
+    get_condition,
+    has_finalizer,
+    is_being_deleted,
+    labels_of,
+    name_of,
+    namespace_of,
+    remove_finalizer,
+    uid_of,
+)
+
+__all__ = [
+    "ApplyFailed",
+    "ConflictAborted",
+    "DEFAULT_WORKERS",
+    "ExecutionController",
+    "MEMBER_SYNC_TIMEOUT",
+    "MemberUnavailable",
+    "NAME",
+    "setup",
+    "setup_execution_controller",
+]
+
+NAME: Final = "execution"
+DEFAULT_WORKERS: Final = 5
+"""Works reconciled in parallel (Karmada's --concurrent-work-syncs defaults to 5)."""
+MEMBER_SYNC_TIMEOUT: Final = 30.0
+"""Seconds a reconcile waits for a member informer's first list before failing."""
+SYNC_FAILED: Final = "SyncFailed"
+SYNC_SUCCEEDED: Final = "SyncSucceed"
+
+
+class MemberUnavailable(RuntimeError):
+    """The Work's member cannot be written to now (not connected, not Ready, no Cluster)."""
+
+
+class ApplyFailed(RuntimeError):
+    """Some manifests of a Work were not applied; the Applied condition has the details."""
+
+
+class ConflictAborted(RuntimeError):
+    """The member object exists, is not managed by Karmada, and the Work may not take it over."""
+
+
+class _Malformed(ValueError):
+    """A manifest that cannot be applied as it is (no kind, no name, not an object)."""
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """A member as this reconcile finds it: its Cluster object, its connection, or why not."""
+
+    cluster: Obj | None
+    member: Cluster | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """One manifest after syncing: the member object now, or why it was not applied."""
+
+    ordinal: int
+    observed: Obj | None = None
+    error: str | None = None
+    written: bool = False
+    malformed: bool = False
+
+
+def _identity(manifest: Mapping[str, Any]) -> tuple[GVK, str, str]:
+    """Kind, namespace and name of a manifest.
+
+    Raises:
+        ValueError: no apiVersion, kind or name.
+    """
+    gvk = GVK.of(manifest)
+    if not name_of(manifest):
+        raise ValueError(f"a {gvk.kind} manifest without metadata.name cannot be applied")
+    return gvk, namespace_of(manifest), name_of(manifest)
+
+
+def _describe(manifest: Mapping[str, Any]) -> str:
+    """``Kind namespace/name`` of a manifest, however malformed, for messages."""
+    metadata = manifest.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    namespace, name = metadata.get("namespace") or "", metadata.get("name") or "<no name>"
+    return f"{manifest.get('kind') or '<no kind>'} {f'{namespace}/{name}' if namespace else name}"
+
+
+def _desired(work: Obj, manifest: Mapping[str, Any]) -> Obj:
+    """The manifest as written to the member: marked as managed by this Work.
+
+    The binding controller already adds these marks; setting them here too keeps a hand-written
+    Work's objects visible to the label-scoped watch and recognisable as ours on the next update.
+    """
+    desired: Obj = deep_copy(dict(manifest))
+    metadata = desired.get("metadata")
+    if not isinstance(metadata, dict):
+        raise ValueError("the manifest has no metadata object")
+    labels, annotations = metadata.get("labels") or {}, metadata.get("annotations") or {}
+    if not isinstance(labels, dict) or not isinstance(annotations, dict):
+        raise ValueError("metadata.labels and metadata.annotations must be objects")
+    labels[MANAGED_LABEL] = MANAGED_LABEL_VALUE
+    annotations[WORK_NAME_ANNOTATION] = name_of(work)
+    annotations[WORK_NAMESPACE_ANNOTATION] = namespace_of(work)
+    metadata["labels"], metadata["annotations"] = labels, annotations
+    return desired
+
+
+def _may_overwrite(desired: Mapping[str, Any], work: Mapping[str, Any]) -> bool:
+    # The manifest's annotation decides, as in Karmada; the Work's own is the fallback.
+    value = annotations_of(desired).get(CONFLICT_RESOLUTION_ANNOTATION) or annotations_of(work).get(
+        CONFLICT_RESOLUTION_ANNOTATION
+    )
+    return value == CONFLICT_RESOLUTION_OVERWRITE
+
+
+def _is_managed(obj: Mapping[str, Any]) -> bool:
+    return labels_of(obj).get(MANAGED_LABEL) == MANAGED_LABEL_VALUE
+
+
+def _owned_by(obj: Mapping[str, Any], work: Mapping[str, Any]) -> bool:
+    """Managed, and by this Work (an object another Work took over is that Work's to delete)."""
+    annotations = annotations_of(obj)
+    name = annotations.get(WORK_NAME_ANNOTATION, name_of(work))
+    namespace = annotations.get(WORK_NAMESPACE_ANNOTATION, namespace_of(work))
+    return _is_managed(obj) and (namespace, name) == (namespace_of(work), name_of(work))
+
+
+def _work_changed(event: Event) -> bool:
+    """Work events worth a reconcile: not our own status writes (they leave generation alone)."""
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    return generation_of(event.old) != generation_of(event.obj) or (
+        is_being_deleted(event.old) != is_being_deleted(event.obj)
+    )
+
+
+def _readiness_changed(event: Event) -> bool:
+    """Cluster events that change whether its Works can be applied or deleted."""
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    return is_cluster_ready(event.old) != is_cluster_ready(event.obj) or (
+        is_being_deleted(event.old) != is_being_deleted(event.obj)
+    )
+
+
+class _MemberWatches:
+    """Which (member, kind) pairs have a ManagedObjects source on the controller."""
+
+    def __init__(self) -> None:
+        self.controller: Controller | None = None
+        self._watched: dict[str, tuple[Cluster, set[GVK]]] = {}
+
+    def ensure(self, name: str, member: Cluster, gvk: GVK) -> SharedInformer:
+        """The managed informer of ``gvk`` in ``member``, watched by the controller from now on."""
+        watched = self._watched.get(name)
+        if watched is None or watched[0] is not member:
+            # A re-registered member is a new Cluster with a new cache: watch it afresh.
+            watched = self._watched[name] = (member, set())
+        if gvk not in watched[1] and self.controller is not None:
+            self.controller.watch(ManagedObjects(member.cache, gvk, name))
+            watched[1].add(gvk)
+        return managed_informer(member.cache, gvk)
+
+
+class ExecutionController:
+    """Reconciles Works: applies their manifests to the member and reports in their status."""
+
+    def __init__(self, context: Context, *, sync_timeout: float = MEMBER_SYNC_TIMEOUT) -> None:
+        self.host = context.manager.client
+        self.host_cache = context.manager.cache
+        self.members = context.members
+        self.interpreter = context.interpreter
+        self.recorder = context.recorder(NAME)
+        self.reflector = StatusReflector(context.interpreter, self.recorder)
+        self.watches = _MemberWatches()
+        self.records = AppliedRecords()
+        self.sync_timeout = sync_timeout
+
+    # --- mapping events to Works --------------------------------------------------------------
+
+    def works_of_cluster(self, cluster: Obj) -> list[Request]:
+        """The Works of a Cluster's execution namespace, from the host's Work informer."""
+        namespace = execution_namespace(name_of(cluster))
+        indexer = self.host_cache.get_informer(WORK_GVK).indexer
+        keys = indexer.index_keys(NAMESPACE_INDEX, namespace)
+        return [Request(ObjectKey.parse(key).name, namespace) for key in keys]
+
+    # --- reconcile ----------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Apply one Work to its member (or clean up after it), then report in its status.
+
+        Raises:
+            MemberUnavailable: the member cannot be written to now (retried with backoff).
+            ApplyFailed: some manifests were not applied (retried with backoff).
+            TerminalError: only malformed manifests failed (not retried: the Work must change).
+        """
+        try:
+            work = await self.host.get(WORK_GVK, request.name, namespace=request.namespace)
+        except NotFound:
+            return None
+        cluster = cluster_of_execution_namespace(request.namespace)
+        if cluster is None:
+            return None  # like Karmada: only Works in execution namespaces are dispatched
+        if is_being_deleted(work):
+            await self._finalize(work, cluster)
+            return None
+        if add_finalizer(work, EXECUTION_CONTROLLER_FINALIZER):
+            work = await self.host.update(work)
+        if work_spec(work).get("suspendDispatching"):
+            return None
+        reach = await self._reach(cluster)
+        if reach.member is None:
+            await self._report(work, reach.reason, [])
+            raise MemberUnavailable(reach.reason)
+        await self._sync_all(work, cluster, reach.member)
+        return None
+
+    async def _reach(self, name: str) -> _Reach:
+        try:
+            cluster = await self.host.get(CLUSTER_GVK, name)
+        except NotFound:
+            return _Reach(None, None, f"cluster {name} does not exist")
+        member = self.members.get(name)
+        if member is None:
+            return _Reach(cluster, None, f"cluster {name} is not connected")
+        if not is_cluster_ready(cluster):
+            condition = get_condition(cluster, READY_CONDITION) or {}
+            why = condition.get("message") or "it has no Ready condition yet"
+            return _Reach(cluster, None, f"cluster {name} is not ready: {why}")
+        return _Reach(cluster, member, "")
+
+    async def _sync_all(self, work: Obj, cluster: str, member: Cluster) -> None:
+        manifests = manifests_of(work)
+        outcomes = [
+            await self._sync(work, cluster, member, ordinal, manifest)
+            for ordinal, manifest in enumerate(manifests)
+        ]
+        failures = [outcome.error for outcome in outcomes if outcome.error]
+        fresh = [
+            await self.reflector.reflect(work, outcome.ordinal, outcome.observed)
+            for outcome in outcomes
+            if outcome.observed is not None
+        ]
+        failure = failure_message(failures, len(manifests)) if failures else None
+        await self._report(work, failure, fresh)
+        if failure is not None:
+            self.recorder.event(work, "Warning", SYNC_FAILED, f"{cluster}: {failure}")
+            if all(o.malformed for o in outcomes if o.error):
+                # Retrying cannot fix the Work; a change to it (a new generation) is seen anyway.
+                raise TerminalError(failure)
+            raise ApplyFailed(failure)
+        if any(outcome.written for outcome in outcomes):
+            self.recorder.event(work, "Normal", SYNC_SUCCEEDED, f"applied to cluster {cluster}")
+
+    async def _report(self, work: Obj, failure: str | None, fresh: list[ManifestStatus]) -> None:
+        patch = status_patch(work, failure, fresh, len(manifests_of(work)))
+        if patch is None:
+            return
+        with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to report on
+            await self.host.patch_status(
+                WORK_GVK, name_of(work), {"status": patch}, namespace=namespace_of(work)
+            )
+
+    # --- applying one manifest ----------------------------------------------------------------
+
+    async def _sync(
+        self, work: Obj, cluster: str, member: Cluster, ordinal: int, manifest: Obj
+    ) -> _Outcome:
+        try:
+            observed, written = await self._apply(work, cluster, member, manifest)
+        except _Malformed as error:
+            return _Outcome(ordinal, error=f"{_describe(manifest)}: {error}", malformed=True)
+        except Exception as error:  # reported in the Applied condition, then retried
+            return _Outcome(ordinal, error=f"{_describe(manifest)}: {error}")
+        return _Outcome(ordinal, observed=observed, written=written)
+
+    async def _apply(
+        self, work: Obj, cluster: str, member: Cluster, manifest: Obj
+    ) -> tuple[Obj, bool]:
+        """Create or update one member object; returns it and whether it was written."""
+        try:
+            desired = _desired(work, manifest)
+            gvk, namespace, name = _identity(desired)
+        except (ValueError, AttributeError, TypeError) as error:
+            raise _Malformed(str(error)) from error
+        ref = ObjectRef(cluster, gvk, namespace, name)
+        digest = manifest_digest(desired)
+        observed = await self._cached(member, ref)
+        if observed is None:
+            try:
+                created = await member.api_reader.create(desired)
+            except AlreadyExists:  # not managed (our informer does not see it), or just created
+                observed = await self._live(member, ref)
+            else:
+                self.records.put(ref, digest, created)
+                return created, True
+        try:
+            return await self._update(work, member, ref, digest, desired, observed)
+        except Conflict:
+            # The cache lagged behind the member (a status update, say): once more, from the
+            # member's current object, rather than failing the Work for a stale read.
+            live = await self._live(member, ref)
+            return await self._update(work, member, ref, digest, desired, live)
+
+    async def _update(
+        self, work: Obj, member: Cluster, ref: ObjectRef, digest: str, desired: Obj, observed: Obj
+    ) -> tuple[Obj, bool]:
+        if not _is_managed(observed) and not _may_overwrite(desired, work):
+            raise ConflictAborted(
+                f"already exists in cluster {ref.cluster} and is not managed by Karmada (no label "
+                f"{MANAGED_LABEL}={MANAGED_LABEL_VALUE}); it is left untouched. Set the annotation "
+                f"{CONFLICT_RESOLUTION_ANNOTATION}={CONFLICT_RESOLUTION_OVERWRITE} to take it over"
+            )
+        merged = await self._retain(retain_member_fields(desired, observed), observed)
+        if not needs_update(merged, observed, self.records.get(ref), digest):
+            return observed, False
+        updated = await member.api_reader.update(merged)
+        self.records.put(ref, digest, updated)
+        return updated, True
+
+    async def _live(self, member: Cluster, ref: ObjectRef) -> Obj:
+        return await member.api_reader.get(ref.gvk, ref.name, namespace=ref.namespace or None)
+
+    async def _cached(self, member: Cluster, ref: ObjectRef) -> Obj | None:
+        """The managed object from the member's label-scoped informer (watched from now on)."""
+        informer = self.watches.ensure(ref.cluster, member, ref.gvk)
+        await member.cache.wait_for_informer(informer, self.sync_timeout)
+        found = informer.indexer.get(f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name)
+        return deep_copy(found) if found is not None else None
+
+    async def _retain(self, merged: Obj, observed: Obj) -> Obj:
+        try:
+            return await self.interpreter.retain(merged, observed)
+        except NotSupported:
+            return merged
+
+    # --- deletion -----------------------------------------------------------------------------
+
+    async def _finalize(self, work: Obj, cluster: str) -> None:
+        if not has_finalizer(work, EXECUTION_CONTROLLER_FINALIZER):
+            return
+        reach = await self._reach(cluster)
+        if reach.member is not None:
+            preserve = bool(work_spec(work).get("preserveResourcesOnDeletion"))
+            for manifest in manifests_of(work):
+                await self._remove(work, cluster, reach.member, manifest, preserve=preserve)
+        elif reach.cluster is not None and not is_being_deleted(reach.cluster):
+            raise MemberUnavailable(
+                f"Work {namespace_of(work)}/{name_of(work)} keeps its finalizer until its "
+                f"objects are removed: {reach.reason}"
+            )
+        remove_finalizer(work, EXECUTION_CONTROLLER_FINALIZER)
+        with contextlib.suppress(NotFound):
+            await self.host.update(work)
+
+    async def _remove(
+        self, work: Obj, cluster: str, member: Cluster, manifest: Obj, *, preserve: bool
+    ) -> None:
+        try:
+            gvk, namespace, name = _identity(manifest)
+        except ValueError:
+            return  # never applied: nothing to remove
+        self.records.forget(ObjectRef(cluster, gvk, namespace, name))
+        client, scope = member.api_reader, namespace or None
+        try:
+            observed = await client.get(gvk, name, namespace=scope)
+        except (NotFound, NoKindMatch):
+            return
+        if not _owned_by(observed, work):
+            return  # not ours: an object we never took over, or another Work's now
+        if preserve:
+            patch = release_patch(observed)
+            if patch is not None:
+                await client.patch(gvk, name, patch, namespace=scope)
+            return
+        with contextlib.suppress(NotFound):
+            # Background, as Karmada: a Job's default (orphan) would leave its pods behind.
+            await client.delete(
+                gvk,
+                name,
+                namespace=scope,
+                propagation_policy="Background",
+                preconditions=Preconditions(uid=uid_of(observed)),
+            )
+
+
+def setup_execution_controller(context: Context) -> ExecutionController:
+    """Register the execution controller with the context's manager and return its reconciler."""
+    reconciler = ExecutionController(context)
+    reconciler.watches.controller = (
+        controller_managed_by(context.manager)
+        .for_(WORK_GVK, _work_changed)
+        .watches(
+            CLUSTER_GVK, EnqueueRequestsFromMapFunc(reconciler.works_of_cluster), _readiness_changed
+        )
+        .named(NAME)
+        .with_options(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
+        .complete(reconciler)
+    )
+    return reconciler
+
+
+def setup(context: Context) -> None:
+    """Set up the execution controller (the controller-manager's entry point)."""
+    setup_execution_controller(context)

@@ -1,0 +1,120 @@
+"""ManagedObjects is a Source of the member objects Karmada manages, of one kind in one member.
+
+It watches through a label-scoped informer (``karmada.io/managed=true``) of the member's cache, so
+a member's other objects of that kind are never listed nor held in memory, and maps every event
+back to the Work that owns the object, named by its ``work.karmada.io/namespace`` and
+``work.karmada.io/name`` annotations. An object that claims a Work of another member's execution
+namespace is ignored: a member can only report on its own Works.
+
+``reconcile.Kind`` asks its cache for the kind's unscoped informer; this source differs only in the
+informer scope, and otherwise follows Kind: ``start`` registers a handler and never blocks,
+``wait_for_sync`` waits for the informer's initial list, initial-list events get low priority.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from anyio.abc import TaskGroup
+
+from controllers.api import (
+    MANAGED_LABEL,
+    MANAGED_LABEL_VALUE,
+    WORK_NAME_ANNOTATION,
+    WORK_NAMESPACE_ANNOTATION,
+    execution_namespace,
+)
+from reconcile import (
+    DEFAULT_PRIORITY,
+    GVK,
+    LOW_PRIORITY,
+    Cache,
+    HandlerRegistration,
+    Obj,
+    Request,
+    SharedInformer,
+    WorkQueue,
+    annotations_of,
+)
+
+__all__ = ["MANAGED_SELECTOR", "ManagedObjects", "managed_informer", "work_request"]
+
+MANAGED_SELECTOR: Final = f"{MANAGED_LABEL}={MANAGED_LABEL_VALUE}"
+"""The label selector of every member informer the execution controller opens."""
+
+
+def managed_informer(cache: Cache, gvk: GVK) -> SharedInformer:
+    """The member cache's shared informer for the managed objects of ``gvk`` (started if new)."""
+    return cache.get_informer(gvk, label_selector=MANAGED_SELECTOR)
+
+
+def work_request(obj: Obj, cluster: str) -> Request | None:
+    """The Work owning a member object of ``cluster``; None when it names none of its Works."""
+    annotations = annotations_of(obj)
+    name = annotations.get(WORK_NAME_ANNOTATION)
+    namespace = annotations.get(WORK_NAMESPACE_ANNOTATION)
+    if not name or namespace != execution_namespace(cluster):
+        return None
+    return Request(name, namespace)
+
+
+@dataclass
+class _Enqueue:
+    """The informer-side handler: every notification enqueues the owning Work (on the host)."""
+
+    queue: WorkQueue[Request]
+    cluster: str
+
+    def _add(self, obj: Obj, *, low_priority: bool = False) -> None:
+        request = work_request(obj, self.cluster)
+        if request is not None:
+            self.queue.add(request, priority=LOW_PRIORITY if low_priority else DEFAULT_PRIORITY)
+
+    def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
+        self._add(obj, low_priority=is_in_initial_list)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        resync = old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion")
+        # Both sides: an edited annotation may move the object from one Work to another.
+        self._add(old, low_priority=resync)
+        self._add(new, low_priority=resync)
+
+    def on_delete(self, obj: Obj) -> None:
+        self._add(obj)
+
+
+@dataclass
+class ManagedObjects:
+    """Managed objects of one kind in one member cluster; events enqueue their Works.
+
+    Args:
+        cache: the member cluster's cache.
+        gvk: the kind to watch.
+        cluster: the member's name (the Works live in ``karmada-es-<cluster>``).
+    """
+
+    cache: Cache
+    gvk: GVK
+    cluster: str
+    _informer: SharedInformer | None = field(default=None, init=False, repr=False)
+    _registration: HandlerRegistration | None = field(default=None, init=False, repr=False)
+
+    async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
+        """Register on the label-scoped informer (creating and starting it if needed)."""
+        self._informer = managed_informer(self.cache, self.gvk)
+        self._registration = self._informer.add_event_handler(_Enqueue(queue, self.cluster))
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """Wait for the informer's initial list.
+
+        Raises:
+            CacheSyncError: the informer cannot sync (403, kind unknown to the member) in time.
+            RuntimeError: start() was not called.
+        """
+        if self._informer is None:
+            raise RuntimeError(f"source for managed {self.gvk} in {self.cluster} was not started")
+        await self.cache.wait_for_informer(self._informer, timeout)
+
+    def __str__(self) -> str:
+        return f"managed objects source: {self.gvk} in {self.cluster}"

@@ -1,0 +1,206 @@
+"""BindingStatusController reports where a binding's resource stands in each member cluster.
+
+One controller per binding kind (ResourceBinding, ClusterResourceBinding). For each binding it
+lists the Works labelled with the binding's permanent id, writes ``status.aggregatedStatus`` (see
+``aggregate``) and the FullyApplied condition when they changed, then the resource template's
+aggregated status (see ``template``). It reconciles when a binding's spec or labels change (new
+target clusters, a new template version, the id label) and when one of its Works changes status or
+goes away; Works name their binding in the annotations ``resourcebinding.karmada.io/namespace`` and
+``/name`` (``clusterresourcebinding.karmada.io/name`` for cluster bindings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from controllers.api import (
+    CLUSTER_RESOURCE_BINDING_GVK,
+    CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
+    CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    FULLY_APPLIED_CONDITION,
+    FULLY_APPLIED_FAILED_REASON,
+    FULLY_APPLIED_SUCCESS_REASON,
+    RESOURCE_BINDING_GVK,
+    RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+    RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    WORK_GVK,
+    AggregatedStatusItem,
+    binding_spec,
+    binding_status,
+)
+from controllers.context import Context
+from controllers.status.aggregate import (
+    FULLY_APPLIED_FAILED_MESSAGE,
+    FULLY_APPLIED_SUCCESS_MESSAGE,
+    aggregated_items,
+    fully_applied,
+)
+from controllers.status.template import TemplateStatusWriter
+from reconcile import (
+    GVK,
+    CachedClient,
+    EnqueueRequestsFromMapFunc,
+    Event,
+    EventType,
+    NotFound,
+    Obj,
+    Request,
+    Result,
+    annotations_of,
+    controller_managed_by,
+    deep_copy,
+    deletion_timestamp_of,
+    generation_changed,
+    is_being_deleted,
+    labels_changed,
+    labels_of,
+    name_of,
+    namespace_of,
+    or_,
+    set_condition,
+)
+
+__all__ = [
+    "BINDING",
+    "BindingKind",
+    "BindingStatusController",
+    "CLUSTER_BINDING",
+    "setup_binding_status_controllers",
+]
+
+
+@dataclass(frozen=True)
+class BindingKind:
+    """What differs between ResourceBindings and ClusterResourceBindings for this controller."""
+
+    gvk: GVK
+    name: str
+    id_label: str
+    namespace_annotation: str | None
+    name_annotation: str
+
+    def request_for_work(self, work: Obj) -> list[Request]:
+        """The binding a Work belongs to, from its annotations (none if it names none)."""
+        annotations = annotations_of(work)
+        name = annotations.get(self.name_annotation)
+        if not name:
+            return []
+        if self.namespace_annotation is None:
+            return [Request(name)]
+        namespace = annotations.get(self.namespace_annotation)
+        return [Request(name, namespace)] if namespace else []
+
+
+BINDING: Final = BindingKind(
+    RESOURCE_BINDING_GVK,
+    "resource-binding-status",
+    RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+    RESOURCE_BINDING_NAME_ANNOTATION,
+)
+CLUSTER_BINDING: Final = BindingKind(
+    CLUSTER_RESOURCE_BINDING_GVK,
+    "cluster-resource-binding-status",
+    CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    None,
+    CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
+)
+
+
+def _work_status_changed(event: Event) -> bool:
+    """Work events that can change a binding's aggregated status."""
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    return event.old.get("status") != event.obj.get("status") or (
+        deletion_timestamp_of(event.old) != deletion_timestamp_of(event.obj)
+    )
+
+
+def _status_with(binding: Obj, items: list[AggregatedStatusItem]) -> dict[str, Any]:
+    """The binding's status with these items and the matching FullyApplied condition."""
+    holder: Obj = {
+        "metadata": binding.get("metadata", {}),
+        "status": deep_copy(dict(binding_status(binding))),
+    }
+    if items:
+        holder["status"]["aggregatedStatus"] = items
+    else:
+        holder["status"].pop("aggregatedStatus", None)  # as the apiserver stores "none"
+    done = fully_applied(binding, items)
+    if done:
+        reason, message = FULLY_APPLIED_SUCCESS_REASON, FULLY_APPLIED_SUCCESS_MESSAGE
+    else:
+        reason, message = FULLY_APPLIED_FAILED_REASON, FULLY_APPLIED_FAILED_MESSAGE
+    set_condition(holder, FULLY_APPLIED_CONDITION, done, reason, message)
+    status: dict[str, Any] = holder["status"]
+    return status
+
+
+class BindingStatusController:
+    """Reconciles one kind of binding: aggregated status, FullyApplied, template status."""
+
+    def __init__(self, context: Context, kind: BindingKind) -> None:
+        self.kind = kind
+        self.host: CachedClient = context.manager.client
+        self.templates = TemplateStatusWriter(
+            context.manager.api_reader, context.interpreter, context.recorder(kind.name)
+        )
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Aggregate the binding's Works into its status, then onto its template.
+
+        Raises:
+            ApiError: a read or write failed (retried).
+            InterpreterError: the template's status could not be aggregated (retried).
+        """
+        try:
+            binding = await self.host.get(
+                self.kind.gvk, request.name, namespace=request.namespace or None
+            )
+        except NotFound:
+            return None
+        binding_id = labels_of(binding).get(self.kind.id_label)
+        if is_being_deleted(binding) or not binding_id:
+            return None  # no id yet: the binding controller has made no Works for it
+        works = await self.host.list(WORK_GVK, label_selector={self.kind.id_label: binding_id})
+        resource = binding_spec(binding).get("resource") or {}
+        items = aggregated_items(works["items"], resource)
+        status = _status_with(binding, items)
+        if status != binding_status(binding):
+            await self._write(binding, status)
+        await self.templates.update(resource, items)
+        return None
+
+    async def _write(self, binding: Obj, status: Mapping[str, Any]) -> None:
+        patch = {
+            "status": {
+                "aggregatedStatus": status.get("aggregatedStatus") or None,
+                "conditions": status.get("conditions"),
+            }
+        }
+        await self.host.patch_status(
+            self.kind.gvk, name_of(binding), patch, namespace=namespace_of(binding) or None
+        )
+
+
+def setup_binding_status_controllers(context: Context) -> list[BindingStatusController]:
+    """Register the ResourceBinding and ClusterResourceBinding status controllers."""
+    reconcilers = []
+    for kind in (BINDING, CLUSTER_BINDING):
+        reconciler = BindingStatusController(context, kind)
+        (
+            controller_managed_by(context.manager)
+            .for_(kind.gvk, or_(generation_changed, labels_changed))
+            .watches(
+                WORK_GVK,
+                EnqueueRequestsFromMapFunc(kind.request_for_work),
+                _work_status_changed,
+            )
+            .named(kind.name)
+            .complete(reconciler)
+        )
+        reconcilers.append(reconciler)
+    return reconcilers

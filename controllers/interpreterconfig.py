@@ -8,72 +8,80 @@ is refused with a Warning Event on it; the interpreter keeps its previous state 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from controllers.api import (
     RESOURCE_INTERPRETER_CUSTOMIZATION_GVK,
     RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION_GVK,
 )
 from controllers.context import Context
+from controllers.interpreter.facade import Interpreter
 from controllers.interpreter.types import InterpreterError
 from controllers.interpreter.webhook import WebhookBackend
-from reconcile import NotFound, Request, Result, controller_managed_by
+from reconcile import GVK, NotFound, Request, Result, controller_managed_by
 
 __all__ = ["setup"]
 
 
-class _Customizations:
-    def __init__(self, context: Context) -> None:
+class _ConfigReconciler:
+    """Applies one kind of configuration object to the interpreter, or withdraws it."""
+
+    def __init__(
+        self,
+        context: Context,
+        gvk: GVK,
+        apply: Callable[[Interpreter, dict[str, Any]], object],
+        remove: Callable[[Interpreter, str], object],
+        reason: str,
+    ) -> None:
         self.context = context
+        self.gvk = gvk
+        self.apply = apply
+        self.remove = remove
+        self.reason = reason
         self.recorder = context.recorder("interpreter-config")
 
     async def reconcile(self, request: Request) -> Result | None:
         interpreter = self.context.interpreter
         try:
-            obj = await self.context.manager.client.get(
-                RESOURCE_INTERPRETER_CUSTOMIZATION_GVK, request.name
-            )
+            obj = await self.context.manager.client.get(self.gvk, request.name)
         except NotFound:
-            interpreter.remove_customization(request.name)
+            self.remove(interpreter, request.name)
             return None
         try:
-            interpreter.apply_customization(obj)
+            self.apply(interpreter, obj)
         except InterpreterError as error:
-            self.recorder.event(obj, "Warning", "InvalidCustomization", str(error))
+            # Bad scripts or webhooks are reported on the object; the process and the other
+            # kinds carry on with what they had.
+            self.recorder.event(obj, "Warning", self.reason, str(error))
         return None
 
 
-class _Webhooks:
-    def __init__(self, context: Context) -> None:
-        self.context = context
-        self.recorder = context.recorder("interpreter-config")
-
-    async def reconcile(self, request: Request) -> Result | None:
-        interpreter = self.context.interpreter
-        try:
-            obj = await self.context.manager.client.get(
-                RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION_GVK, request.name
-            )
-        except NotFound:
-            interpreter.remove_webhook(request.name)
-            return None
-        try:
-            interpreter.add_webhook(request.name, WebhookBackend([obj]))
-        except InterpreterError as error:
-            self.recorder.event(obj, "Warning", "InvalidWebhookConfiguration", str(error))
-        return None
+def _add_webhook(interpreter: Interpreter, obj: dict[str, Any]) -> object:
+    return interpreter.add_webhook(obj["metadata"]["name"], WebhookBackend([obj]))
 
 
 def setup(context: Context) -> None:
     """Register the two configuration controllers."""
-    manager = context.manager
-    (
-        controller_managed_by(manager)
-        .for_(RESOURCE_INTERPRETER_CUSTOMIZATION_GVK)
-        .named("interpreter-customization")
-        .complete(_Customizations(context))
+    customizations = _ConfigReconciler(
+        context,
+        RESOURCE_INTERPRETER_CUSTOMIZATION_GVK,
+        Interpreter.apply_customization,
+        Interpreter.remove_customization,
+        "InvalidCustomization",
     )
-    (
-        controller_managed_by(manager)
-        .for_(RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION_GVK)
-        .named("interpreter-webhook")
-        .complete(_Webhooks(context))
+    webhooks = _ConfigReconciler(
+        context,
+        RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION_GVK,
+        _add_webhook,
+        Interpreter.remove_webhook,
+        "InvalidWebhookConfiguration",
     )
+    for name, reconciler in (("customization", customizations), ("webhook", webhooks)):
+        (
+            controller_managed_by(context.manager)
+            .for_(reconciler.gvk)
+            .named(f"interpreter-{name}")
+            .complete(reconciler)
+        )

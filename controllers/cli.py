@@ -136,6 +136,8 @@ def _parser() -> argparse.ArgumentParser:
 def _demo(args: argparse.Namespace) -> int:
     from controllers.demo import run_demo
 
+    # The demo prints its own progress; the controllers speak up only when something is wrong.
+    configure_logging(level="ERROR")
     return anyio.run(run_demo)
 
 

@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from prometheus_client import CollectorRegistry
 
 from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT
+from reconcile.errors import ApiError
 from reconcile.metrics import ControllerMetrics, WorkQueueMetrics
 from reconcile.ratelimiter import RateLimiter
 from reconcile.reconciler import (
@@ -208,6 +209,11 @@ class Controller:
             self.queue.forget(request)
             self.metrics.result("error", terminal=True)
             log.error("reconcile failed terminally, not retrying", error=str(error))
+        except ApiError as error:
+            # The apiserver's answer says it all (a Conflict is routine); no traceback needed.
+            self.queue.add_rate_limited(request)
+            self.metrics.result("error")
+            log.warning("reconcile failed, requeued with backoff", error=str(error))
         except Exception as error:
             self.queue.add_rate_limited(request)
             self.metrics.result("error", panic=isinstance(error, _PANICS))

@@ -1,0 +1,478 @@
+"""BindingController turns each scheduled binding into one Work per target cluster.
+
+It is Karmada's binding controller over ResourceBindings and ClusterResourceBindings (one queue: a
+Request with a namespace is a ResourceBinding, without one a ClusterResourceBinding). Per binding:
+the finalizer ``karmada.io/binding-controller`` (ClusterResourceBinding:
+``karmada.io/cluster-resource-binding-controller``) and a permanent id label; once the binding is
+scheduled (condition Scheduled True), for every cluster in ``spec.clusters``: the template (from
+the cache, or live when the cache has not seen the version the binding names), ReviseReplica to
+the cluster's share when the binding is Divided with replicas, the override policies
+(``build_workload``) and the Work (``build_work``), created or updated when it differs. Works of
+clusters no longer targeted are deleted (found by the binding id label). A deleted binding has its
+Works deleted, then its finalizer removed.
+
+A cluster whose overrides or ReviseReplica fail keeps its current Work; the failure is an Event
+and the binding's ``WorksSynced`` condition, and the other clusters are unaffected. Works (in the
+``karmada-es-*`` namespaces, so no owner references) map back to their binding through their
+annotations; override policy and Cluster changes re-enqueue the bindings they may affect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+
+from controllers.api import (
+    APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
+    APPLIED_OVERRIDES_ANNOTATION,
+    BINDING_CONTROLLER_FINALIZER,
+    CLUSTER_GVK,
+    CLUSTER_OVERRIDE_POLICY_GVK,
+    CLUSTER_RESOURCE_BINDING_CONTROLLER_FINALIZER,
+    CLUSTER_RESOURCE_BINDING_GVK,
+    CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
+    DIVIDED,
+    OVERRIDE_POLICY_GVK,
+    RESOURCE_BINDING_GVK,
+    RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+    SCHEDULED_CONDITION,
+    WORK_GVK,
+    TargetCluster,
+    binding_spec,
+    cluster_of_execution_namespace,
+    override_spec,
+    replica_scheduling_type_of,
+    target_clusters,
+)
+from controllers.binding.names import binding_id_label, binding_id_of
+from controllers.binding.overrides import OverrideError
+from controllers.binding.workload import build_work, build_workload
+from controllers.context import Context
+from controllers.interpreter import Interpreter, InterpreterError, NotSupported
+from reconcile import (
+    GVK,
+    AlreadyExists,
+    CachedClient,
+    Conflict,
+    EnqueueRequestForObject,
+    EnqueueRequestsFromMapFunc,
+    Event,
+    EventRecorder,
+    EventType,
+    NoKindMatch,
+    NotFound,
+    Obj,
+    Request,
+    Result,
+    SharedInformer,
+    add_finalizer,
+    annotations_of,
+    controller_managed_by,
+    get_condition,
+    is_being_deleted,
+    is_condition_true,
+    labels_of,
+    name_of,
+    namespace_of,
+    remove_finalizer,
+    resource_version_of,
+    set_condition,
+)
+
+__all__ = [
+    "BINDING_CONTROLLER_NAME",
+    "BindingController",
+    "CONFLICT_RETRY",
+    "SYNC_WORK_FAILED_REASON",
+    "SYNC_WORK_SUCCEED_REASON",
+    "WORKS_SYNCED_CONDITION",
+    "binding_changed",
+    "merged_work",
+    "setup",
+    "work_changed",
+]
+
+BINDING_CONTROLLER_NAME: Final = "binding"
+WORKS_SYNCED_CONDITION: Final = "WorksSynced"
+SYNC_WORK_SUCCEED_REASON: Final = "SyncWorkSucceed"
+SYNC_WORK_FAILED_REASON: Final = "SyncWorkFailed"
+WORK_DELETING_RETRY: Final = 2.0
+"""Seconds before a Work that is still being deleted is written again."""
+CONFLICT_RETRY: Final = 0.2
+"""Seconds before a binding whose writes hit a conflict is reconciled again."""
+
+_OVERRIDE_ANNOTATIONS: Final = (APPLIED_OVERRIDES_ANNOTATION, APPLIED_CLUSTER_OVERRIDES_ANNOTATION)
+
+log = structlog.get_logger("controllers.binding")
+
+
+def _gvk(request: Request) -> GVK:
+    return RESOURCE_BINDING_GVK if request.namespace else CLUSTER_RESOURCE_BINDING_GVK
+
+
+def _finalizer(binding: Mapping[str, Any]) -> str:
+    if namespace_of(binding):
+        return BINDING_CONTROLLER_FINALIZER
+    return CLUSTER_RESOURCE_BINDING_CONTROLLER_FINALIZER
+
+
+def _kept_clusters(binding: Mapping[str, Any]) -> set[str]:
+    """Clusters whose Works stay: targets and clusters still being gracefully evicted."""
+    spec = binding_spec(binding)
+    kept = {t.get("name", "") for t in target_clusters(binding)}
+    kept |= {str(t.get("fromCluster", "")) for t in spec.get("gracefulEvictionTasks") or []}
+    return kept - {""}
+
+
+def merged_work(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """``existing`` with ``desired``'s labels, annotations, finalizers and spec; annotations of
+    overrides no longer applied are dropped, everything else others set is kept."""
+    merged = copy.deepcopy(dict(existing))
+    metadata, wanted = merged.setdefault("metadata", {}), desired["metadata"]
+    metadata["labels"] = {**(metadata.get("labels") or {}), **wanted.get("labels", {})}
+    annotations = {**(metadata.get("annotations") or {}), **wanted.get("annotations", {})}
+    for key in _OVERRIDE_ANNOTATIONS:
+        if key not in wanted.get("annotations", {}):
+            annotations.pop(key, None)
+    metadata["annotations"] = annotations
+    for finalizer in wanted.get("finalizers", []):
+        add_finalizer(merged, finalizer)
+    merged["spec"] = copy.deepcopy(desired["spec"])
+    return merged
+
+
+@dataclass
+class _Sync:
+    """One pass over a binding's target clusters: what failed and why."""
+
+    failures: dict[str, str] = field(default_factory=dict)
+    deleting: bool = False
+
+
+class BindingController:
+    """Keeps the Works of bindings in line with their templates, placement and overrides."""
+
+    def __init__(
+        self, client: CachedClient, interpreter: Interpreter, recorder: EventRecorder
+    ) -> None:
+        self.client = client
+        self.interpreter = interpreter
+        self.recorder = recorder
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Create, update and delete one binding's Works.
+
+        Raises:
+            ApiError: a read or write failed; retried with backoff.
+        """
+        try:
+            binding = await self.client.get(
+                _gvk(request), request.name, namespace=request.namespace or None
+            )
+        except NotFound:
+            return None
+        try:
+            return await self._reconcile(binding)
+        except Conflict:
+            # Written meanwhile (often: our own write the cache has not seen yet): read again.
+            log.debug("conflict, reading again")
+            return Result(requeue_after=CONFLICT_RETRY)
+
+    async def _reconcile(self, binding: Obj) -> Result | None:
+        if is_being_deleted(binding):
+            await self._finalize(binding)
+            return None
+        binding = await self._ensure_identity(binding)
+        if not is_condition_true(binding, SCHEDULED_CONDITION):
+            return None
+        await self._remove_orphans(binding, _kept_clusters(binding))
+        template = await self._template(binding)
+        if template is None:
+            return None
+        sync = await self._sync(binding, template)
+        await self._report(binding, sync.failures)
+        return Result(requeue_after=WORK_DELETING_RETRY) if sync.deleting else None
+
+    async def _ensure_identity(self, binding: Obj) -> Obj:
+        changed = add_finalizer(binding, _finalizer(binding))
+        labels = binding.setdefault("metadata", {}).setdefault("labels", {})
+        if not labels.get(binding_id_label(binding)):
+            labels[binding_id_label(binding)] = str(uuid.uuid4())
+            changed = True
+        return await self.client.update(binding) if changed else binding
+
+    async def _works(self, binding: Obj) -> list[Obj]:
+        identifier = binding_id_of(binding)
+        if identifier is None:
+            return []
+        selector = f"{binding_id_label(binding)}={identifier}"
+        return await self.client.list_all(WORK_GVK, label_selector=selector)
+
+    async def _delete_work(self, work: Obj) -> None:
+        with contextlib.suppress(NotFound):
+            await self.client.delete(WORK_GVK, name_of(work), namespace=namespace_of(work))
+
+    async def _finalize(self, binding: Obj) -> None:
+        for work in await self._works(binding):
+            await self._delete_work(work)
+        if remove_finalizer(binding, _finalizer(binding)):
+            with contextlib.suppress(NotFound):
+                await self.client.update(binding)
+
+    async def _remove_orphans(self, binding: Obj, kept: set[str]) -> None:
+        for work in await self._works(binding):
+            cluster = cluster_of_execution_namespace(namespace_of(work))
+            if cluster not in kept and not is_being_deleted(work):
+                log.info("deleting the Work of a cluster no longer targeted", cluster=cluster)
+                await self._delete_work(work)
+
+    async def _template(self, binding: Obj) -> Obj | None:
+        resource = binding_spec(binding).get("resource") or {}
+        gvk = GVK.from_api_version(resource.get("apiVersion", ""), resource.get("kind", ""))
+        name, namespace = resource.get("name", ""), resource.get("namespace") or None
+        watched = any(scope.gvk == gvk for scope in self.client.cache.informers())
+        try:
+            if watched:
+                template = await self.client.get(gvk, name, namespace=namespace)
+                if resource_version_of(template) == resource.get("resourceVersion"):
+                    return template
+            # Not cached, or the cache is behind the version the binding was built from.
+            return await self.client.live.get(gvk, name, namespace=namespace)
+        except (NotFound, NoKindMatch):
+            # Deleted: the binding goes with it (owner reference); nothing to send meanwhile.
+            return None
+
+    async def _sync(self, binding: Obj, template: Obj) -> _Sync:
+        sync = _Sync()
+        namespace = namespace_of(binding)
+        overrides = []
+        if namespace:
+            overrides = await self.client.list_all(OVERRIDE_POLICY_GVK, namespace=namespace)
+        cluster_overrides = await self.client.list_all(CLUSTER_OVERRIDE_POLICY_GVK)
+        for target in target_clusters(binding):
+            name = target.get("name", "")
+            try:
+                sync.deleting |= await self._sync_cluster(
+                    binding, template, target, cluster_overrides, overrides
+                )
+            except (OverrideError, InterpreterError) as error:
+                sync.failures[name] = str(error)
+                message = f"Failed to build the Work for cluster {name}: {error}"
+                self.recorder.event(binding, "Warning", SYNC_WORK_FAILED_REASON, message)
+        return sync
+
+    async def _revised(self, binding: Obj, template: Obj, target: TargetCluster) -> Obj | None:
+        spec = binding_spec(binding)
+        divided = replica_scheduling_type_of(spec.get("placement")) == DIVIDED
+        if not spec.get("replicas") or not divided:
+            return None
+        try:
+            return await self.interpreter.revise_replica(template, target.get("replicas", 0))
+        except NotSupported:
+            return None
+
+    async def _sync_cluster(
+        self,
+        binding: Obj,
+        template: Obj,
+        target: TargetCluster,
+        cluster_overrides: list[Obj],
+        overrides: list[Obj],
+    ) -> bool:
+        """Write one cluster's Work; returns whether it has to wait for a Work being deleted.
+
+        Raises:
+            OverrideError, InterpreterError: this cluster's manifest cannot be built.
+        """
+        cluster = await self._cluster(target.get("name", ""))
+        if cluster is None:
+            return False
+        workload = build_workload(
+            template,
+            binding,
+            cluster,
+            revised=await self._revised(binding, template, target),
+            cluster_override_policies=cluster_overrides,
+            override_policies=overrides,
+        )
+        return await self._write(build_work(binding, workload))
+
+    async def _cluster(self, name: str) -> Obj | None:
+        try:
+            return await self.client.get(CLUSTER_GVK, name)
+        except NotFound:
+            # The scheduler moves the binding off a deleted cluster; nothing to build meanwhile.
+            log.info("target cluster not found", cluster=name)
+            return None
+
+    async def _write(self, work: Obj) -> bool:
+        namespace, name = namespace_of(work), name_of(work)
+        try:
+            existing = await self.client.get(WORK_GVK, name, namespace=namespace)
+        except NotFound:
+            try:
+                await self.client.create(work)
+                return False
+            except AlreadyExists:
+                existing = await self.client.live.get(WORK_GVK, name, namespace=namespace)
+        if is_being_deleted(existing):
+            return True
+        merged = merged_work(existing, work)
+        if merged != existing:
+            await self.client.update(merged)
+        return False
+
+    async def _report(self, binding: Obj, failures: Mapping[str, str]) -> None:
+        """Set the WorksSynced condition when a cluster failed, or when it recovered."""
+        if not failures and get_condition(binding, WORKS_SYNCED_CONDITION) is None:
+            return
+        updated = copy.deepcopy(binding)
+        if failures:
+            message = "; ".join(f"{cluster}: {why}" for cluster, why in sorted(failures.items()))
+            changed = set_condition(
+                updated, WORKS_SYNCED_CONDITION, False, SYNC_WORK_FAILED_REASON, message
+            )
+        else:
+            message = "Works of every target cluster are up to date."
+            changed = set_condition(
+                updated, WORKS_SYNCED_CONDITION, True, SYNC_WORK_SUCCEED_REASON, message
+            )
+        if changed:
+            await self.client.update_status(updated)
+
+
+def _binding_of_work(work: Obj) -> list[Request]:
+    annotations = annotations_of(work)
+    cluster_binding = annotations.get(CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION)
+    if cluster_binding:
+        return [Request(cluster_binding)]
+    name = annotations.get(RESOURCE_BINDING_NAME_ANNOTATION)
+    namespace = annotations.get(RESOURCE_BINDING_NAMESPACE_ANNOTATION)
+    return [Request(name, namespace)] if name and namespace else []
+
+
+def _may_select(selectors: Iterable[Mapping[str, Any]], resource: Mapping[str, Any]) -> bool:
+    """Whether an override policy's selectors may select the binding's template.
+
+    Label selectors are not evaluated (the binding does not carry the template's labels): a kind
+    match is enough to look again.
+    """
+    for selector in selectors:
+        if (selector.get("apiVersion"), selector.get("kind")) != (
+            resource.get("apiVersion"),
+            resource.get("kind"),
+        ):
+            continue
+        if selector.get("namespace") and selector["namespace"] != resource.get("namespace"):
+            continue
+        if selector.get("name") and selector["name"] != resource.get("name"):
+            continue
+        return True
+    return False
+
+
+@dataclass
+class _BindingIndex:
+    """Maps override policies and Clusters to the bindings they may affect (informer reads)."""
+
+    informers: list[SharedInformer]
+
+    def _bindings(self) -> Iterable[Obj]:
+        for informer in self.informers:
+            yield from informer.indexer.values()
+
+    def for_policy(self, policy: Obj) -> list[Request]:
+        namespace = namespace_of(policy)
+        selectors = override_spec(policy).get("resourceSelectors") or []
+        found = []
+        for binding in self._bindings():
+            if namespace and namespace_of(binding) != namespace:
+                continue
+            resource = binding_spec(binding).get("resource") or {}
+            if not selectors or _may_select(selectors, resource):
+                found.append(Request(name_of(binding), namespace_of(binding)))
+        return found
+
+    def for_cluster(self, cluster: Obj) -> list[Request]:
+        name = name_of(cluster)
+        return [
+            Request(name_of(b), namespace_of(b))
+            for b in self._bindings()
+            if any(t.get("name") == name for t in target_clusters(b))
+        ]
+
+
+def setup(context: Context) -> None:
+    """Register the binding controller with ``context.manager`` (controller name ``binding``)."""
+    manager = context.manager
+    recorder = context.recorder(BINDING_CONTROLLER_NAME)
+    reconciler = BindingController(manager.client, context.interpreter, recorder)
+    kinds = (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK)
+    index = _BindingIndex([manager.cache.get_informer(gvk) for gvk in kinds])
+    policies = EnqueueRequestsFromMapFunc(index.for_policy)
+    (
+        controller_managed_by(manager)
+        .named(BINDING_CONTROLLER_NAME)
+        .for_(RESOURCE_BINDING_GVK, binding_changed)
+        .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), binding_changed)
+        .watches(WORK_GVK, EnqueueRequestsFromMapFunc(_binding_of_work), work_changed)
+        .watches(OVERRIDE_POLICY_GVK, policies)
+        .watches(CLUSTER_OVERRIDE_POLICY_GVK, policies)
+        .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(index.for_cluster), _cluster_spec_changed)
+        .complete(reconciler)
+    )
+
+
+def _cluster_spec_changed(event: Event) -> bool:
+    # Overrides target clusters by name, labels and spec fields; status changes do not matter.
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    return bool(
+        labels_of(event.old) != labels_of(event.obj)
+        or event.old.get("spec") != event.obj.get("spec")
+    )
+
+
+def _binding_state(binding: Mapping[str, Any]) -> tuple[Any, ...]:
+    meta = binding.get("metadata") or {}
+    scheduled = (get_condition(binding, SCHEDULED_CONDITION) or {}).get("status")
+    return (
+        meta.get("generation"),
+        meta.get("labels"),
+        meta.get("deletionTimestamp"),
+        meta.get("finalizers"),
+        scheduled,
+    )
+
+
+def _work_state(work: Mapping[str, Any]) -> tuple[Any, ...]:
+    meta = work.get("metadata") or {}
+    return (
+        meta.get("generation"),
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("deletionTimestamp"),
+        meta.get("finalizers"),
+    )
+
+
+def work_changed(event: Event) -> bool:
+    """Pass Work events except status updates (the execution and status controllers' writes)."""
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    return _work_state(event.old) != _work_state(event.obj)
+
+
+def binding_changed(event: Event) -> bool:
+    """Pass binding events except updates that changed nothing the controller uses (e.g. the
+    aggregated status): spec (generation), labels, deletion, finalizers, the Scheduled status."""
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    return _binding_state(event.old) != _binding_state(event.obj)

@@ -1,0 +1,347 @@
+"""SchedulerController runs the scheduling algorithm on bindings: placement → ``spec.clusters``.
+
+It is Karmada's scheduler as a controller over ResourceBindings and ClusterResourceBindings (one
+queue: a Request with a namespace is a ResourceBinding, without one a ClusterResourceBinding).
+Only bindings a propagation policy claims (or ``binding.karmada.io/managed-by`` labels) and whose
+``schedulerName`` is ``default-scheduler`` are scheduled; scheduling is suspended by
+``spec.suspension.scheduling``. A binding is (re)scheduled when it was never scheduled or its last
+attempt failed, its placement changed (``policy.karmada.io/applied-placement``), its replicas
+changed, a reschedule was requested (``spec.rescheduleTriggeredAt``), a target cluster is gone or
+being deleted, and — as in Karmada — always when it is Duplicated or has no replicas (a new
+cluster may fit). The result is written only when it differs: ``spec.clusters`` and the
+applied-placement annotation, then the status (condition Scheduled, schedulerObservedGeneration,
+lastScheduledTime, schedulerObservingAffinityName). A failure keeps the previous clusters, sets
+Scheduled False (NoClusterFit with each cluster's reason, or Unschedulable), records an Event and
+is retried when Clusters change, or after ``UNSCHEDULABLE_RETRY`` seconds.
+
+Cluster changes that can matter (labels, spec, deletion, API enablements, readiness) re-enqueue the
+bindings that are not scheduled, that target the cluster, or that are Duplicated / replica-less.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import structlog
+
+from controllers.api import (
+    APPLIED_PLACEMENT_ANNOTATION,
+    CLUSTER_GVK,
+    CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
+    CLUSTER_RESOURCE_BINDING_GVK,
+    DUPLICATED,
+    PROPAGATION_POLICY_PERMANENT_ID_LABEL,
+    READY_CONDITION,
+    RESOURCE_BINDING_GVK,
+    SCHEDULED_CONDITION,
+    binding_spec,
+    replica_scheduling_type_of,
+    target_clusters,
+)
+from controllers.context import Context
+from controllers.scheduler.assign import reschedule_requested
+from controllers.scheduler.scheduler import (
+    ScheduleResult,
+    applied_placement,
+    placement_changed,
+    replicas_changed,
+    schedule,
+    scheduled_condition,
+)
+from reconcile import (
+    GVK,
+    CachedClient,
+    Conflict,
+    EnqueueRequestForObject,
+    EnqueueRequestsFromMapFunc,
+    Event,
+    EventRecorder,
+    EventType,
+    NotFound,
+    Obj,
+    Request,
+    Result,
+    SharedInformer,
+    controller_managed_by,
+    generation_changed,
+    generation_of,
+    get_condition,
+    is_being_deleted,
+    is_condition_true,
+    labels_changed,
+    labels_of,
+    name_of,
+    namespace_of,
+    or_,
+    set_condition,
+)
+
+__all__ = [
+    "CONFLICT_RETRY",
+    "DEFAULT_SCHEDULER_NAME",
+    "MANAGED_BY_LABEL",
+    "MAX_LISTED_CLUSTERS",
+    "SCHEDULER_NAME",
+    "SchedulerController",
+    "UNSCHEDULABLE_RETRY",
+    "cluster_changed",
+    "condition_message",
+    "is_ours",
+    "schedule_reason",
+    "setup",
+]
+
+SCHEDULER_NAME: Final = "scheduler"
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+MANAGED_BY_LABEL: Final = "binding.karmada.io/managed-by"
+UNSCHEDULABLE_RETRY: Final = 60.0
+"""Seconds before a binding that could not be scheduled is tried again without any change."""
+CONFLICT_RETRY: Final = 0.2
+"""Seconds before a binding whose write hit a conflict is reconciled again."""
+MAX_LISTED_CLUSTERS: Final = 20
+"""Refused clusters named, with their reason, in a failed Scheduled condition."""
+
+log = structlog.get_logger("controllers.scheduler")
+
+
+def _gvk(request: Request) -> GVK:
+    return RESOURCE_BINDING_GVK if request.namespace else CLUSTER_RESOURCE_BINDING_GVK
+
+
+def _request(binding: Mapping[str, Any]) -> Request:
+    return Request(name_of(binding), namespace_of(binding))
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_ours(binding: Mapping[str, Any]) -> bool:
+    """Whether this scheduler schedules ``binding``: claimed, ours by name, not suspended."""
+    labels = labels_of(binding)
+    claimed = any(
+        labels.get(key)
+        for key in (
+            PROPAGATION_POLICY_PERMANENT_ID_LABEL,
+            CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
+            MANAGED_BY_LABEL,
+        )
+    )
+    spec = binding_spec(binding)
+    name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+    suspended = bool((spec.get("suspension") or {}).get("scheduling"))
+    return claimed and name == DEFAULT_SCHEDULER_NAME and not suspended
+
+
+def _gone_targets(binding: Mapping[str, Any], clusters: Iterable[Mapping[str, Any]]) -> list[str]:
+    present = {name_of(c) for c in clusters if not is_being_deleted(c)}
+    return [t.get("name", "") for t in target_clusters(binding) if t.get("name") not in present]
+
+
+def schedule_reason(
+    binding: Mapping[str, Any], clusters: Iterable[Mapping[str, Any]]
+) -> str | None:
+    """Why ``binding`` must be scheduled now, None when its current result stands."""
+    spec = binding_spec(binding)
+    if not is_condition_true(binding, SCHEDULED_CONDITION):
+        return "not scheduled yet"
+    if placement_changed(binding):
+        return "placement changed"
+    if replicas_changed(binding):
+        return "replicas changed"
+    if reschedule_requested(binding):
+        return "reschedule requested"
+    gone = _gone_targets(binding, clusters)
+    if gone:
+        return f"target clusters gone: {', '.join(gone)}"
+    if not spec.get("replicas") or replica_scheduling_type_of(spec.get("placement")) == DUPLICATED:
+        return "duplicated"
+    return None
+
+
+def _with_result(binding: Obj, result: ScheduleResult) -> Obj:
+    """A copy of ``binding`` with the scheduling result in spec and annotations."""
+    updated = copy.deepcopy(binding)
+    updated["spec"]["clusters"] = [dict(t) for t in result.clusters]
+    annotations = updated["metadata"].setdefault("annotations", {})
+    annotations[APPLIED_PLACEMENT_ANNOTATION] = applied_placement(
+        binding_spec(binding).get("placement") or {}
+    )
+    return updated
+
+
+def condition_message(result: ScheduleResult) -> str:
+    """The Scheduled condition's message: on failure, also each refused cluster's reason."""
+    message = scheduled_condition(result).get("message", "")
+    if result.scheduled or not result.rejected:
+        return message
+    refused = sorted(result.rejected.items())
+    shown = "; ".join(f"{cluster}: {why}" for cluster, why in refused[:MAX_LISTED_CLUSTERS])
+    more = len(refused) - MAX_LISTED_CLUSTERS
+    return f"{message} Refused: {shown}" + (f"; and {more} more" if more > 0 else "")
+
+
+def _with_status(binding: Obj, result: ScheduleResult, spec_written: bool) -> Obj:
+    """A copy of ``binding`` with the status for ``result`` (lastScheduledTime only on writes)."""
+    updated = copy.deepcopy(binding)
+    condition = scheduled_condition(result)
+    set_condition(
+        updated,
+        SCHEDULED_CONDITION,
+        condition["status"],
+        condition.get("reason", ""),
+        condition_message(result),
+    )
+    status = updated.setdefault("status", {})
+    if result.scheduled:
+        status["schedulerObservedGeneration"] = generation_of(updated)
+        if spec_written or not status.get("lastScheduledTime"):
+            status["lastScheduledTime"] = _now()
+        if result.affinity_name:
+            status["schedulerObservingAffinityName"] = result.affinity_name
+        else:
+            status.pop("schedulerObservingAffinityName", None)
+    return updated
+
+
+class SchedulerController:
+    """Schedules ResourceBindings and ClusterResourceBindings (see the module docstring)."""
+
+    def __init__(self, client: CachedClient, recorder: EventRecorder) -> None:
+        self.client = client
+        self.recorder = recorder
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Schedule one binding if it needs it and write the result.
+
+        Raises:
+            ApiError: a read or write failed (e.g. Conflict); retried with backoff.
+        """
+        gvk = _gvk(request)
+        try:
+            binding = await self.client.get(gvk, request.name, namespace=request.namespace or None)
+        except NotFound:
+            return None
+        if is_being_deleted(binding) or not is_ours(binding):
+            return None
+        try:
+            return await self._schedule(binding)
+        except Conflict:
+            # Written meanwhile (often: our own write the cache has not seen yet): read again.
+            log.debug("conflict, reading again")
+            return Result(requeue_after=CONFLICT_RETRY)
+
+    async def _schedule(self, binding: Obj) -> Result | None:
+        clusters = await self.client.list_all(CLUSTER_GVK)
+        reason = schedule_reason(binding, clusters)
+        if reason is None:
+            await self._observe(binding)
+            return None
+        log.debug("scheduling", reason=reason)
+        result = schedule(binding, clusters)
+        if not result.scheduled:
+            return await self._failed(binding, result)
+        await self._succeeded(binding, result, reason)
+        return None
+
+    async def _observe(self, binding: Obj) -> None:
+        # Nothing to redo for this generation: say the scheduler has seen it.
+        status = binding.get("status") or {}
+        if status.get("schedulerObservedGeneration") != generation_of(binding):
+            updated = copy.deepcopy(binding)
+            updated.setdefault("status", {})["schedulerObservedGeneration"] = generation_of(binding)
+            await self.client.update_status(updated)
+
+    async def _succeeded(self, binding: Obj, result: ScheduleResult, reason: str) -> None:
+        written = False
+        wanted = _with_result(binding, result)
+        if wanted != binding:
+            binding = await self.client.update(wanted)
+            written = True
+            targets = ", ".join(f"{t.get('name')}:{t.get('replicas', 0)}" for t in result.clusters)
+            log.info("scheduled", reason=reason, clusters=targets)
+            message = f"Binding has been scheduled to {targets}"
+            self.recorder.event(binding, "Normal", "ScheduleBindingSucceed", message)
+        status = _with_status(binding, result, written)
+        if status != binding:
+            await self.client.update_status(status)
+
+    async def _failed(self, binding: Obj, result: ScheduleResult) -> Result:
+        previous = get_condition(binding, SCHEDULED_CONDITION) or {}
+        message = condition_message(result)
+        if previous.get("message") != message:
+            self.recorder.event(binding, "Warning", "ScheduleBindingFailed", message)
+        status = _with_status(binding, result, spec_written=False)
+        if status != binding:
+            await self.client.update_status(status)
+        return Result(requeue_after=UNSCHEDULABLE_RETRY)
+
+
+def _projection(cluster: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of a Cluster can change a scheduling result (not heartbeats or resource usage)."""
+    meta = cluster.get("metadata") or {}
+    status = cluster.get("status") or {}
+    ready = (get_condition(cluster, READY_CONDITION) or {}).get("status")
+    return (
+        meta.get("labels"),
+        meta.get("deletionTimestamp"),
+        cluster.get("spec"),
+        status.get("apiEnablements"),
+        ready,
+    )
+
+
+def cluster_changed(event: Event) -> bool:
+    """Pass Cluster creations, deletions and updates that can change scheduling."""
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    return _projection(event.old) != _projection(event.obj)
+
+
+def _affected(binding: Mapping[str, Any], cluster: str) -> bool:
+    if not is_ours(binding):
+        return False
+    if not is_condition_true(binding, SCHEDULED_CONDITION):
+        return True
+    spec = binding_spec(binding)
+    if not spec.get("replicas") or replica_scheduling_type_of(spec.get("placement")) == DUPLICATED:
+        return True
+    return any(t.get("name") == cluster for t in target_clusters(binding))
+
+
+class _ClusterMapper:
+    """Maps a Cluster to the bindings its change may reschedule, from the binding informers."""
+
+    def __init__(self, informers: Iterable[SharedInformer]) -> None:
+        self.informers = list(informers)
+
+    def __call__(self, cluster: Obj) -> list[Request]:
+        name = name_of(cluster)
+        return [
+            _request(binding)
+            for informer in self.informers
+            for binding in informer.indexer.values()
+            if _affected(binding, name)
+        ]
+
+
+def setup(context: Context) -> None:
+    """Register the scheduler with ``context.manager`` (controller name ``scheduler``)."""
+    manager = context.manager
+    reconciler = SchedulerController(manager.client, context.recorder(SCHEDULER_NAME))
+    kinds = (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK)
+    mapper = _ClusterMapper(manager.cache.get_informer(gvk) for gvk in kinds)
+    # Status writes (ours and the status controller's) do not change the generation; a claim
+    # added or removed (labels) decides whether the binding is scheduled at all.
+    relevant = or_(generation_changed, labels_changed)
+    (
+        controller_managed_by(manager)
+        .named(SCHEDULER_NAME)
+        .for_(RESOURCE_BINDING_GVK, relevant)
+        .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), relevant)
+        .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(mapper), cluster_changed)
+        .complete(reconciler)
+    )

@@ -134,15 +134,16 @@ class Controller:
             SourceSyncError: a source did not sync within cache_sync_timeout (workers never start).
         """
         async with self.queue, anyio.create_task_group() as group:
-            for source in self._sources:
-                await source.start(self.queue, group)
-            await self._wait_for_sources()
+            # Set first: a watch() arriving while the sources below start is started too.
             self._group = group
-            for index in range(self.options.max_concurrent_reconciles):
-                group.start_soon(self._worker, name=f"{self.name} worker {index}")
-            log.info("controller started", controller=self.name)
-            task_status.started()
             try:
+                for source in list(self._sources):
+                    await source.start(self.queue, group)
+                await self._wait_for_sources()
+                for index in range(self.options.max_concurrent_reconciles):
+                    group.start_soon(self._worker, name=f"{self.name} worker {index}")
+                log.info("controller started", controller=self.name)
+                task_status.started()
                 await anyio.sleep_forever()
             finally:
                 self._group = None

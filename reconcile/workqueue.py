@@ -315,7 +315,8 @@ class WorkQueue(Generic[T]):
                 deadline = self._promote_ready()
                 with anyio.CancelScope() as scope:
                     self._sleep_scope = scope
-                    await self._clock.sleep(deadline - self._clock.now())
+                    # A deadline already passed must not become a negative (invalid) sleep.
+                    await self._clock.sleep(max(0.0, deadline - self._clock.now()))
                 self._sleep_scope = None
         finally:
             self._sleep_scope = None

@@ -93,9 +93,11 @@ async def test_join_then_the_controllers_connect_with_the_token_and_report_statu
         assert status["nodeSummary"] == {"totalNum": 0, "readyNum": 0}
         assert "karmada.io/cluster-controller" in cluster["metadata"]["finalizers"]
         await host_client.get(NAMESPACE, "karmada-es-member1")
-        # The registered member client authenticates with the joined token, not as admin.
-        registered = registry.get("member1")
-        assert registered is not None
+        # Other tests of the session may have reported member1 Ready already: wait for ours.
+        async def registered_member() -> Any:
+            return registry.get("member1")
+
+        registered = await eventually(registered_member, timeout=30)
         assert registered.api_reader.config.host == member.url
 
         await member.stop_apiserver()

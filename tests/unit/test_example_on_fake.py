@@ -67,3 +67,5 @@ async def test_pod_count_label_follows_pods_on_the_fake() -> None:
         await fake.delete(POD, "a", namespace="demo")
         await eventually(lambda: count_is("1"))
         manager.stop()
+    final = await fake.get(REPLICASET, "web", namespace="demo")
+    assert final["metadata"]["labels"][POD_COUNT_LABEL] == "1"

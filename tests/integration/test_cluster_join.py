@@ -93,6 +93,7 @@ async def test_join_then_the_controllers_connect_with_the_token_and_report_statu
         assert status["nodeSummary"] == {"totalNum": 0, "readyNum": 0}
         assert "karmada.io/cluster-controller" in cluster["metadata"]["finalizers"]
         await host_client.get(NAMESPACE, "karmada-es-member1")
+
         # Other tests of the session may have reported member1 Ready already: wait for ours.
         async def registered_member() -> Any:
             return registry.get("member1")

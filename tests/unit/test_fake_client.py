@@ -27,8 +27,8 @@ from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer
 from reconcile.reflector import Backoff
 from reconcile.store import Obj
+from testenv import eventually
 from testenv.fake import BUILTIN_KINDS, FakeClient, FakeKind
-from tests.helpers import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

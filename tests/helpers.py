@@ -1,5 +1,0 @@
-"""Helpers shared by the test suites (``eventually`` lives in testenv, for users too)."""
-
-from testenv import eventually
-
-__all__ = ["eventually"]

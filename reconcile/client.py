@@ -49,8 +49,10 @@ from reconcile.options import (
     PropagationPolicy,
     SelectorLike,
     delete_options,
+    object_identity,
     query_params,
     selector_string,
+    split_target,
 )
 from reconcile.ratelimit import (
     DEFAULT_CLIENT_BURST,
@@ -200,32 +202,6 @@ def _decode_error(response: aiohttp.ClientResponse, raw: bytes) -> Any:
         except orjson.JSONDecodeError:
             pass
     return raw  # plain text, e.g. "404 page not found" for a path the server does not serve
-
-
-def _identity(obj: Mapping[str, Any]) -> tuple[GVK, str, str | None]:
-    """The kind, name and namespace an object names in itself.
-
-    Raises:
-        ValueError: the object has no apiVersion/kind or no name.
-    """
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not name:
-        raise ValueError("object has no metadata.name")
-    return GVK.of(obj), str(name), meta.get("namespace") or None
-
-
-def _target(
-    target: GVK | Mapping[str, Any], args: Sequence[Any], namespace: str | None
-) -> tuple[GVK, str, str | None, Any]:
-    """Split ``(obj, *rest)`` or ``(gvk, name, *rest)`` into kind, name, namespace and the rest."""
-    if isinstance(target, GVK):
-        if not args or not isinstance(args[0], str):
-            raise TypeError(f"a {target.kind} is named by (gvk, name, ...): the name is missing")
-        name, *rest = args
-        return target, name, namespace, rest[0] if rest else None
-    gvk, name, own_namespace = _identity(target)
-    return gvk, name, own_namespace, args[0] if args else None
 
 
 def _fill_items(listing: dict[str, Any], gvk: GVK) -> dict[str, Any]:
@@ -574,7 +550,7 @@ class Client:
     async def _put(
         self, obj: Mapping[str, Any], subresource: str, field_manager: str | None, dry_run: bool
     ) -> dict[str, Any]:
-        gvk, name, namespace = _identity(obj)
+        gvk, name, namespace = object_identity(obj)
         path = await self._path(gvk, namespace, name, subresource)
         query = self._write_query(field_manager, dry_run)
         updated: dict[str, Any] = await self._call("PUT", path, query=query, body=obj)
@@ -688,7 +664,7 @@ class Client:
             ValueError: ``force`` with a patch type other than APPLY.
             ApiError: any other refusal.
         """
-        gvk, name, ns, body = _target(target, args, namespace)
+        gvk, name, ns, body = split_target(target, args, namespace)
         return await self._patch(gvk, name, ns, "", body, patch_type, field_manager, force, dry_run)
 
     async def _patch(
@@ -757,7 +733,7 @@ class Client:
             NotFound: no such object, or the kind has no status subresource.
             ApiError: any other refusal.
         """
-        gvk, name, ns, body = _target(target, args, namespace)
+        gvk, name, ns, body = split_target(target, args, namespace)
         return await self._patch(
             gvk, name, ns, "status", body, patch_type, field_manager, force, dry_run
         )
@@ -809,7 +785,7 @@ class Client:
             Conflict: a precondition (uid, resourceVersion) no longer holds.
             ApiError: any other refusal.
         """
-        gvk, name, ns, _ = _target(target, args, namespace)
+        gvk, name, ns, _ = split_target(target, args, namespace)
         options = delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
         answer: dict[str, Any] = await self._call(
             "DELETE", await self._path(gvk, ns, name), body=options
@@ -937,7 +913,7 @@ class Client:
         Raises:
             NotFound: no such object, or the kind has no scale subresource.
         """
-        gvk, name, ns, body = _target(target, args, namespace)
+        gvk, name, ns, body = split_target(target, args, namespace)
         return await self._patch(
             gvk, name, ns, "scale", body, patch_type, field_manager, False, dry_run
         )

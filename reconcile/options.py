@@ -3,15 +3,18 @@
 They play the part of apimachinery's ListOptions, PatchOptions and DeleteOptions: ``SelectorLike``
 label and field selectors, the ``PatchType`` a patch body is sent as, and a delete's
 ``Preconditions`` and ``PropagationPolicy``. The functions below encode them for a request, as
-query parameters and a DeleteOptions body.
+query parameters and a DeleteOptions body; ``object_identity`` and ``split_target`` read which
+object a call is about, for the real client and testenv's fake alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
+
+from reconcile.gvk import GVK
 
 __all__ = [
     "PatchType",
@@ -19,8 +22,10 @@ __all__ = [
     "PropagationPolicy",
     "SelectorLike",
     "delete_options",
+    "object_identity",
     "query_params",
     "selector_string",
+    "split_target",
 ]
 
 SelectorLike = str | Mapping[str, str] | None
@@ -95,3 +100,29 @@ def delete_options(
     if dry_run:
         options["dryRun"] = ["All"]
     return options
+
+
+def object_identity(obj: Mapping[str, Any]) -> tuple[GVK, str, str | None]:
+    """The kind, name and namespace an object names in itself.
+
+    Raises:
+        ValueError: the object has no apiVersion/kind or no name.
+    """
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("object has no metadata.name")
+    return GVK.of(obj), str(name), meta.get("namespace") or None
+
+
+def split_target(
+    target: GVK | Mapping[str, Any], args: Sequence[Any], namespace: str | None
+) -> tuple[GVK, str, str | None, Any]:
+    """Split ``(obj, *rest)`` or ``(gvk, name, *rest)`` into kind, name, namespace and the rest."""
+    if isinstance(target, GVK):
+        if not args or not isinstance(args[0], str):
+            raise TypeError(f"a {target.kind} is named by (gvk, name, ...): the name is missing")
+        name, *rest = args
+        return target, name, namespace, rest[0] if rest else None
+    gvk, name, own_namespace = object_identity(target)
+    return gvk, name, own_namespace, args[0] if args else None

@@ -28,6 +28,7 @@ from reconcile.client import (
 )
 from reconcile.config import ClusterConfig
 from reconcile.gvk import GVK, Resource
+from reconcile.options import object_identity, split_target
 from reconcile.ratelimit import RetryAfter, Unlimited
 from reconcile.restmapper import RESTMapper
 from reconcile.store import Obj
@@ -35,7 +36,7 @@ from testenv.fake import strategy
 from testenv.fake.discovery import discovery_document
 from testenv.fake.errors import details_of, no_subresource, not_found
 from testenv.fake.filter import parse_filter
-from testenv.fake.objects import identity, object_key, served, split_target
+from testenv.fake.objects import object_key, served
 from testenv.fake.patches import patch_document
 from testenv.fake.registry import (
     BUILTIN_KINDS,
@@ -295,7 +296,7 @@ class FakeClient(Client):
                 being deleted.
         """
         await anyio.lowlevel.checkpoint()
-        gvk, name, namespace = identity(obj)
+        gvk, name, namespace = object_identity(obj)
         kind = self._registry.kind(gvk)
         key = object_key(kind, name, namespace)
         self._guard("PUT", kind, namespace, name)
@@ -313,7 +314,7 @@ class FakeClient(Client):
             NotFound: no such object, or the kind has no status subresource.
         """
         await anyio.lowlevel.checkpoint()
-        gvk, name, namespace = identity(obj)
+        gvk, name, namespace = object_identity(obj)
         kind = self._registry.kind(gvk)
         if not kind.status:
             raise no_subresource()

@@ -7,7 +7,7 @@ namespace (or "") and name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,13 +20,11 @@ from testenv.fake.registry import FakeKind
 __all__ = [
     "Key",
     "from_wire",
-    "identity",
     "now",
     "object_key",
     "path_get",
     "path_set",
     "served",
-    "split_target",
 ]
 
 Key = tuple[str, str]  # (namespace or "", name)
@@ -51,27 +49,6 @@ def served(obj: Mapping[str, Any], gvk: GVK) -> Obj:
     copied["apiVersion"] = gvk.api_version
     copied["kind"] = gvk.kind
     return copied
-
-
-def identity(obj: Mapping[str, Any]) -> tuple[GVK, str, str | None]:
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not name:
-        raise ValueError("object has no metadata.name")
-    return GVK.of(obj), str(name), meta.get("namespace") or None
-
-
-def split_target(
-    target: GVK | Mapping[str, Any], args: Sequence[Any], namespace: str | None
-) -> tuple[GVK, str, str | None, Any]:
-    """Split ``(obj, *rest)`` or ``(gvk, name, *rest)``, exactly as the real client does."""
-    if isinstance(target, GVK):
-        if not args or not isinstance(args[0], str):
-            raise TypeError(f"a {target.kind} is named by (gvk, name, ...): the name is missing")
-        name, *rest = args
-        return target, name, namespace, rest[0] if rest else None
-    gvk, name, own_namespace = identity(target)
-    return gvk, name, own_namespace, args[0] if args else None
 
 
 def object_key(kind: FakeKind, name: str, namespace: str | None) -> Key:

@@ -1,0 +1,22 @@
+"""Fixtures of the end-to-end tests: the testenv host and members, joined."""
+
+from __future__ import annotations
+
+import pytest_asyncio
+
+from controllers.api import crd_paths
+from controllers.join import join_cluster
+from testenv import Environment
+from tests.e2e.stack import MEMBERS, client_of
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def joined(multicluster: Environment) -> Environment:
+    """The members joined to the host (a ServiceAccount token each), CRDs installed."""
+    env = multicluster
+    await env.host.install_crds(crd_paths())
+    async with await client_of(env.host) as host:
+        for name in MEMBERS:
+            kubeconfig = str(env.members[name].kubeconfig)
+            await join_cluster(name, host=host, member_kubeconfig=kubeconfig)
+    return env

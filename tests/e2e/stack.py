@@ -1,0 +1,131 @@
+"""End-to-end scaffolding: a running controller-manager and clients of every cluster."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from controllers.controllermanager import build
+from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
+from testenv import ControlPlane, Environment, eventually
+
+MEMBERS = ("member1", "member2")
+DEPLOYMENT = GVK("apps", "v1", "Deployment")
+POLICY = GVK("policy.karmada.io", "v1alpha1", "PropagationPolicy")
+OVERRIDE = GVK("policy.karmada.io", "v1alpha1", "OverridePolicy")
+
+
+async def client_of(plane: ControlPlane) -> Client:
+    """A client of ``plane`` as its admin."""
+    config = await ClusterConfig.from_kubeconfig(
+        plane.kubeconfig, temp_dir=plane.directory / "client"
+    )
+    return Client(config)
+
+
+class Stack:
+    """The host and member clients of a running controller-manager."""
+
+    def __init__(
+        self, env: Environment, host: Client, members: dict[str, Client], namespace: str
+    ) -> None:
+        self.env, self.host, self.members, self.namespace = env, host, members, namespace
+
+    async def member_deployment(self, cluster: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.members[cluster].get(DEPLOYMENT, name, namespace=self.namespace)
+        except NotFound:
+            return None
+
+    async def replicas(self, name: str) -> dict[str, int | None]:
+        found = {}
+        for cluster in self.members:
+            deployment = await self.member_deployment(cluster, name)
+            found[cluster] = deployment["spec"]["replicas"] if deployment else None
+        return found
+
+    async def wait_replicas(self, name: str, expected: dict[str, int | None]) -> None:
+        async def matches() -> bool:
+            return await self.replicas(name) == expected
+
+        await eventually(matches, timeout=60, interval=0.2)
+
+
+@asynccontextmanager
+async def running(env: Environment, namespace: str) -> AsyncIterator[Stack]:
+    """The whole controller-manager on the host, and clients of every cluster."""
+    host = await client_of(env.host)
+    members = {name: await client_of(env.members[name]) for name in MEMBERS}
+    for name, member in members.items():
+        if not await has_namespace(member, namespace):
+            await env.members[name].create_namespace(namespace)
+    config = await ClusterConfig.from_kubeconfig(
+        env.host.kubeconfig, temp_dir=env.host.directory / "client"
+    )
+    manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
+    build(manager, scratch=env.host.directory / "client")
+    try:
+        async with anyio.create_task_group() as group:
+            await group.start(manager.start)
+            yield Stack(env, host, members, namespace)
+            manager.stop()
+    finally:
+        for client in (host, *members.values()):
+            await client.close()
+
+
+async def has_namespace(client: Client, name: str) -> bool:
+    """Whether the cluster of ``client`` has the namespace ``name``."""
+    try:
+        await client.get(GVK("", "v1", "Namespace"), name)
+    except NotFound:
+        return False
+    return True
+
+
+def new_deployment(name: str, namespace: str, replicas: int) -> dict[str, Any]:
+    """An nginx Deployment template."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]},
+            },
+        },
+    }
+
+
+def new_policy(name: str, namespace: str, target: str, **placement: Any) -> dict[str, Any]:
+    """A PropagationPolicy of the Deployment ``target``: both members, 2:1 unless ``placement``
+    says otherwise."""
+    default = {
+        "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": ["member1"]}, "weight": 2},
+                    {"targetCluster": {"clusterNames": ["member2"]}, "weight": 1},
+                ]
+            },
+        },
+    }
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": target}],
+            "placement": {**default, **placement},
+        },
+    }

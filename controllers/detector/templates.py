@@ -8,10 +8,15 @@ template is claimed with a merge patch, the interpreter reports its replicas, an
 created or updated when it differs. Interpreter failures and a binding owned by another object are
 reported as Events on the template and raised (the detector retries them later); other templates
 are unaffected.
+
+The detector also does the garbage collector's part for bindings (their owner reference names the
+template), because not every control plane runs one: the binding of a deleted template, or of an
+earlier template of the same kind and name, is deleted — its Works and member objects follow.
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
 from typing import Any, Final
@@ -46,6 +51,7 @@ from reconcile import (
     CachedClient,
     EventRecorder,
     NotFound,
+    Preconditions,
     controller_of,
     is_being_deleted,
     name_of,
@@ -133,7 +139,10 @@ class TemplateReconciler:
         if self.discovery.resource(ref.gvk) is None or is_reserved_namespace(ref.namespace):
             return
         template = await _get(self.client, ref.gvk, ref.namespace, ref.name)
-        if template is None or is_being_deleted(template):
+        if template is None:
+            await self._collect_orphaned_binding(ref)
+            return
+        if is_being_deleted(template):
             return
         template, claimed = await self._valid_claim(template)
         policy = choose(template, claimed, await self._policies(template))
@@ -202,6 +211,8 @@ class TemplateReconciler:
         gvk, namespace, name = binding_coordinates(template)
 
         async def apply(existing: Obj | None) -> None:
+            if existing is not None and await self._replaced_owner(template, existing):
+                return
             self._check_owner(template, existing)
             desired = desired_binding(
                 template,
@@ -225,6 +236,46 @@ class TemplateReconciler:
         except AlreadyExists:
             # The cache has not seen the binding yet: read it live and update it instead.
             await apply(await self.client.live.get(gvk, name, namespace=namespace or None))
+
+    async def _collect_orphaned_binding(self, ref: ObjectRef) -> None:
+        """Delete the binding of a deleted template, as the garbage collector would through the
+        owner reference: not every control plane runs one (testenv does not), and a binding left
+        behind keeps its Works — and the member objects — alive."""
+        gvk, namespace, name = binding_coordinates(
+            {"kind": ref.gvk.kind, "metadata": {"name": ref.name, "namespace": ref.namespace}}
+        )
+        binding = await _get(self.client, gvk, namespace, name)
+        owner = controller_of(binding) if binding is not None else None
+        if binding is None or owner is None or owner.get("kind") != ref.gvk.kind:
+            return
+        if owner.get("name") != ref.name or is_being_deleted(binding):
+            return
+        try:
+            live = await self.client.live.get(ref.gvk, ref.name, namespace=ref.namespace or None)
+        except NotFound:
+            live = None
+        if live is not None and uid_of(live) == owner.get("uid"):
+            return  # The cache is behind: the owner is still there.
+        await self._delete_binding(binding)
+
+    async def _replaced_owner(self, template: Obj, binding: Obj) -> bool:
+        """Whether ``binding`` belongs to an earlier template of the same kind and name (deleted and
+        created again); such a binding is deleted, and the template is bound again once it is gone
+        (the detector watches binding deletions)."""
+        owner = controller_of(binding)
+        if owner is None or owner.get("uid") == uid_of(template):
+            return False
+        if owner.get("kind") != template.get("kind") or owner.get("name") != name_of(template):
+            return False
+        if not is_being_deleted(binding):
+            await self._delete_binding(binding)
+        return True
+
+    async def _delete_binding(self, binding: Obj) -> None:
+        # Only that very binding: one created meanwhile for the new template must stay.
+        log.info("deleting the binding of a deleted template", binding=name_of(binding))
+        with contextlib.suppress(NotFound):
+            await self.client.delete(binding, preconditions=Preconditions(uid=uid_of(binding)))
 
     def _check_owner(self, template: Obj, binding: Obj | None) -> None:
         owner = controller_of(binding) if binding is not None else None

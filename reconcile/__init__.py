@@ -90,6 +90,13 @@ from reconcile.informer import (
     Transform,
     strip_managed_fields,
 )
+from reconcile.jsonpatch import (
+    JSON_PATCH_OPERATIONS,
+    JsonPatchError,
+    apply_json_patch,
+    parse_pointer,
+    resolve_pointer,
+)
 from reconcile.labels import (
     Requirement,
     Selector,
@@ -314,6 +321,8 @@ __all__ = [
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
     "JITTER_FACTOR",
+    "JSON_PATCH_OPERATIONS",
+    "JsonPatchError",
     "Kind",
     "LEASE",
     "LOW_PRIORITY",
@@ -383,6 +392,7 @@ __all__ = [
     "annotations_changed",
     "annotations_of",
     "api_error",
+    "apply_json_patch",
     "as_reconciler",
     "configure_logging",
     "controller_managed_by",
@@ -410,10 +420,12 @@ __all__ = [
     "or_",
     "owner_reference",
     "parse_bind_address",
+    "parse_pointer",
     "parse_selector",
     "predicate",
     "remove_condition",
     "remove_finalizer",
+    "resolve_pointer",
     "resource_version_changed",
     "resource_version_of",
     "selector_from_label_selector",

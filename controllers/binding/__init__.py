@@ -12,7 +12,6 @@ I/O; the controller lists policies and clusters and writes the Works.
 from __future__ import annotations
 
 from controllers.binding.images import ImageReference, override_image, parse_image
-from controllers.binding.jsonpatch import PatchError, apply_patch, parse_pointer, resolve
 from controllers.binding.names import (
     binding_id_label,
     binding_id_of,
@@ -63,12 +62,10 @@ __all__ = [
     "PRIORITY_MATCH_LABEL_SELECTOR",
     "PRIORITY_MATCH_NAME",
     "PRIORITY_MISMATCH",
-    "PatchError",
     "applied_overrides_annotations",
     "applied_overrides_json",
     "apply_overriders",
     "apply_overrides",
-    "apply_patch",
     "binding_id_label",
     "binding_id_of",
     "binding_name",
@@ -83,9 +80,7 @@ __all__ = [
     "matching_rules",
     "override_image",
     "parse_image",
-    "parse_pointer",
     "prune_manifest",
-    "resolve",
     "safe_encode_string",
     "selector_priority",
     "selectors_priority",

@@ -14,7 +14,7 @@ place and raises ``OverriderError`` naming the entry (``plaintext[1]``) when it 
   ``replace`` skip keys the object does not have.
 - fieldOverrider: parses the YAML (preferred when both are given) or JSON document held in the
   string at ``fieldPath``, applies the JSON patch of ``subPath`` operations, writes it back.
-- plaintext: RFC 6902 add/remove/replace on the object (see ``jsonpatch``).
+- plaintext: RFC 6902 add/remove/replace on the object (``reconcile.apply_json_patch``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Final
 import yaml
 
 from controllers.binding.images import override_image
-from controllers.binding.jsonpatch import PatchError, apply_patch, parse_pointer, resolve
+from reconcile import JsonPatchError, apply_json_patch, parse_pointer, resolve_pointer
 
 __all__ = ["OVERRIDER_ORDER", "OverriderError", "apply_overriders"]
 
@@ -64,9 +64,14 @@ class OverriderError(ValueError):
         self.reason = reason
 
 
+def _apply(document: Any, operations: list[dict[str, Any]]) -> Any:
+    # Karmada's overriders take add, remove and replace only.
+    return apply_json_patch(document, operations, allowed=("add", "remove", "replace"))
+
+
 def _set(obj: dict[str, Any], pointer: str, value: Any) -> None:
     # Replace in place: the overriders share one working copy of the object.
-    patched = apply_patch(obj, [{"op": "replace", "path": pointer, "value": value}])
+    patched = _apply(obj, [{"op": "replace", "path": pointer, "value": value}])
     obj.clear()
     obj.update(patched)
 
@@ -88,7 +93,7 @@ def _image(obj: dict[str, Any], overrider: Mapping[str, Any]) -> None:
         base = "/" + "/".join(prefix or ())
         pointers = [f"{base}/containers/{i}/image" for i in range(len(containers))]
     for pointer in pointers:
-        current = resolve(obj, pointer)
+        current = resolve_pointer(obj, pointer)
         if not isinstance(current, str):
             raise ValueError(f"{pointer} is not a string")
         component, operator = str(overrider.get("component")), str(overrider.get("operator"))
@@ -148,7 +153,7 @@ def _edit_document(text: str, overrider: Mapping[str, Any]) -> str | None:
             document = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise ValueError(f"the field does not hold valid YAML: {error}") from error
-        patched = apply_patch(document, _patch_operations(overrider["yaml"]))
+        patched = _apply(document, _patch_operations(overrider["yaml"]))
         # sigs.k8s.io/yaml writes block style with sorted keys and no line folding.
         return yaml.safe_dump(patched, sort_keys=True, allow_unicode=True, width=2**31 - 1)
     if overrider.get("json"):
@@ -156,7 +161,7 @@ def _edit_document(text: str, overrider: Mapping[str, Any]) -> str | None:
             document = json.loads(text)
         except json.JSONDecodeError as error:
             raise ValueError(f"the field does not hold valid JSON: {error}") from error
-        patched = apply_patch(document, _patch_operations(overrider["json"]))
+        patched = _apply(document, _patch_operations(overrider["json"]))
         return json.dumps(patched, separators=(",", ":"), ensure_ascii=False)
     return None
 
@@ -164,7 +169,7 @@ def _edit_document(text: str, overrider: Mapping[str, Any]) -> str | None:
 def _field(obj: dict[str, Any], overrider: Mapping[str, Any]) -> None:
     pointer = str(overrider.get("fieldPath", ""))
     parse_pointer(pointer)
-    current = resolve(obj, pointer)
+    current = resolve_pointer(obj, pointer)
     if not isinstance(current, str):
         raise ValueError(f"{pointer} is not a string")
     edited = _edit_document(current, overrider)
@@ -174,7 +179,7 @@ def _field(obj: dict[str, Any], overrider: Mapping[str, Any]) -> None:
 
 def _plaintext(obj: dict[str, Any], overrider: Mapping[str, Any]) -> None:
     operation = {"op": overrider.get("operator"), "path": overrider.get("path")}
-    _set_whole(obj, apply_patch(obj, [{**operation, "value": overrider.get("value")}]))
+    _set_whole(obj, _apply(obj, [{**operation, "value": overrider.get("value")}]))
 
 
 def _set_whole(obj: dict[str, Any], patched: Any) -> None:
@@ -206,5 +211,5 @@ def apply_overriders(obj: dict[str, Any], overriders: Mapping[str, Any]) -> None
         for index, overrider in enumerate(overriders.get(kind) or []):
             try:
                 _APPLIERS[kind](obj, overrider)
-            except (PatchError, ValueError, TypeError, AttributeError) as error:
+            except (JsonPatchError, ValueError, TypeError, AttributeError) as error:
                 raise OverriderError(f"{kind}[{index}]", str(error)) from error

@@ -70,7 +70,7 @@ from controllers.interpreter.types import (
     Operation,
     ReplicaRequirements,
 )
-from reconcile import GVK, deep_copy
+from reconcile import GVK, JsonPatchError, apply_json_patch
 
 __all__ = [
     "CONTEXT_API_VERSION",
@@ -498,122 +498,12 @@ def _patched(obj: Obj, response: Mapping[str, Any]) -> Obj:
     return _apply_patch(obj, _patch_operations(response))
 
 
-# -- RFC 6902 JSON Patch ----------------------------------------------------------------------
-
-
-class _PatchFailed(Exception):
-    """A JSON Patch operation does not apply (deliberately not a ValueError: see ``_ask``)."""
-
-
-def _pointer(value: Any) -> list[str]:
-    if not isinstance(value, str) or (value and not value.startswith("/")):
-        raise _PatchFailed(f"{value!r} is not a JSON pointer")
-    return [token.replace("~1", "/").replace("~0", "~") for token in value.split("/")[1:]]
-
-
-def _index(token: str, size: int, *, append: bool) -> int:
-    if append and token == "-":
-        return size
-    leading_zero = len(token) > 1 and token.startswith("0")
-    if not (token.isascii() and token.isdigit()) or leading_zero:
-        raise _PatchFailed(f"{token!r} is not an array index")
-    if int(token) > size or (int(token) == size and not append):
-        raise _PatchFailed(f"array index {token} is out of range (size {size})")
-    return int(token)
-
-
-def _get(doc: Any, tokens: Sequence[str]) -> Any:
-    for depth, token in enumerate(tokens):
-        if isinstance(doc, dict) and token in doc:
-            doc = doc[token]
-        elif isinstance(doc, list):
-            doc = doc[_index(token, len(doc), append=False)]
-        else:
-            raise _PatchFailed(f"/{'/'.join(tokens[: depth + 1])} does not exist")
-    return doc
-
-
-def _add(doc: Any, tokens: Sequence[str], value: Any) -> Any:
-    if not tokens:
-        return value
-    parent, last = _get(doc, tokens[:-1]), tokens[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        parent.insert(_index(last, len(parent), append=True), value)
-    else:
-        raise _PatchFailed(f"/{'/'.join(tokens[:-1])} is not an object or array")
-    return doc
-
-
-def _remove(doc: Any, tokens: Sequence[str]) -> Any:
-    if not tokens:
-        raise _PatchFailed("cannot remove the whole document")
-    parent, last = _get(doc, tokens[:-1]), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent.pop(last)
-    if isinstance(parent, list):
-        return parent.pop(_index(last, len(parent), append=False))
-    raise _PatchFailed(f"/{'/'.join(tokens)} does not exist")
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    # Python says True == 1; JSON does not.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_json_equal, a, b))
-    if isinstance(a, dict | list) or isinstance(b, dict | list):
-        return False
-    return bool(a == b)
-
-
-def _operand(operation: Mapping[str, Any], key: str) -> Any:
-    if key not in operation:
-        raise _PatchFailed(f"{operation.get('op')!r} operation has no {key!r}")
-    return operation[key]
-
-
-def _apply_one(doc: Any, operation: Any) -> Any:
-    if not isinstance(operation, Mapping):
-        raise _PatchFailed(f"{operation!r} is not an operation object")
-    op, path = operation.get("op"), _pointer(_operand(operation, "path"))
-    if op == "add":
-        return _add(doc, path, deep_copy(_operand(operation, "value")))
-    if op == "remove":
-        _remove(doc, path)
-        return doc
-    if op == "replace":
-        _get(doc, path)  # the target must exist
-        if path:
-            _remove(doc, path)
-        return _add(doc, path, deep_copy(_operand(operation, "value")))
-    if op in ("move", "copy"):
-        source = _pointer(_operand(operation, "from"))
-        if op == "move" and path[: len(source)] == source and path != source:
-            raise _PatchFailed("cannot move a value into one of its own children")
-        value = _remove(doc, source) if op == "move" else deep_copy(_get(doc, source))
-        return _add(doc, path, value)
-    if op == "test":
-        if not _json_equal(_get(doc, path), _operand(operation, "value")):
-            raise _PatchFailed(f"test failed: {operation['path']} is not {operation['value']!r}")
-        return doc
-    raise _PatchFailed(f"unknown operation {op!r}")
-
-
-def _apply_patch(obj: Obj, operations: Sequence[Any]) -> Obj:
-    """A copy of ``obj`` with RFC 6902 ``operations`` applied. Raises: _PatchFailed."""
-    doc: Any = deep_copy(obj)
-    for index, operation in enumerate(operations):
-        try:
-            doc = _apply_one(doc, operation)
-        except _PatchFailed as error:
-            raise _PatchFailed(f"operation {index} ({operation!r}): {error}") from error
-    if not isinstance(doc, dict):
-        raise _PatchFailed("the patched object is not a JSON object")
-    return doc
+def _apply_patch(obj: Obj, operations: list[Any]) -> Obj:
+    """A copy of ``obj`` with RFC 6902 ``operations`` applied. Raises: JsonPatchError."""
+    patched = apply_json_patch(obj, operations)
+    if not isinstance(patched, dict):
+        raise JsonPatchError("the patched object is not a JSON object")
+    return patched
 
 
 # -- the backend ------------------------------------------------------------------------------
@@ -768,7 +658,7 @@ class WebhookBackend:
         response = _verified(hook, uid, raw)
         try:
             return parse(response)
-        except _PatchFailed as error:
+        except JsonPatchError as error:
             raise WebhookPatchError(hook.uid, hook.url, str(error)) from error
         except ValueError as error:
             raise WebhookInvalidResponse(hook.uid, hook.url, str(error)) from error

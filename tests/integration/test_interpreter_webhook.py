@@ -526,7 +526,11 @@ def _revise(backend: WebhookBackend) -> Awaitable[Any]:
         ),
         pytest.param("http-500", _replicas, WebhookHTTPError, "HTTP 500", id="http-500"),
         pytest.param(
-            "bad-patch", _revise, WebhookPatchError, "/spec/nothing does not exist", id="bad-patch"
+            "bad-patch",
+            _revise,
+            WebhookPatchError,
+            "remove /spec/nothing: no member",
+            id="bad-patch",
         ),
         pytest.param(
             "patch-without-type",

@@ -1,4 +1,4 @@
-"""JSON patches apply like evanphx/json-patch with Karmada's default options."""
+"""JSON patches apply like evanphx/json-patch, which the apiserver and Karmada use."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controllers.binding import PatchError, apply_patch, parse_pointer, resolve
+from reconcile import JsonPatchError, apply_json_patch, parse_pointer, resolve_pointer
 
 DOCUMENT: dict[str, Any] = {
     "metadata": {"labels": {"app": "web", "app.kubernetes.io/name": "web"}},
@@ -64,8 +64,8 @@ DOCUMENT: dict[str, Any] = {
 )
 def test_operations(operation: dict[str, Any], path: str, expected: Any) -> None:
     before = copy.deepcopy(DOCUMENT)
-    patched = apply_patch(DOCUMENT, [operation])
-    assert resolve(patched, path) == expected
+    patched = apply_json_patch(DOCUMENT, [operation])
+    assert resolve_pointer(patched, path) == expected
     assert before == DOCUMENT
 
 
@@ -108,10 +108,22 @@ def test_operations(operation: dict[str, Any], path: str, expected: Any) -> None
             id="an unknown tilde escape",
         ),
         pytest.param(
-            {"op": "move", "from": "/spec", "path": "/x"},
-            "unsupported operation 'move'",
-            id="operations other than add remove replace",
+            {"op": "move", "from": "/spec", "path": "/spec/x"},
+            "into one of its own children",
+            id="a move into its own child",
         ),
+        pytest.param(
+            {"op": "test", "path": "/spec/tilde~0key", "value": True},
+            "is not True",
+            id="test compares as JSON: true is not 1",
+        ),
+        pytest.param(
+            {"op": "copy", "from": "/spec/missing", "path": "/x"},
+            "no member 'missing'",
+            id="a copy from nowhere",
+        ),
+        pytest.param({"op": "frobnicate", "path": "/x"}, "is not allowed", id="no such op"),
+        pytest.param({"op": "add", "value": 1}, "has no 'path'", id="an operation without path"),
         pytest.param(
             {"op": "add", "path": "/spec/ports/0/x", "value": 1},
             "the parent is a int",
@@ -129,18 +141,51 @@ def test_invalid_operations_raise_and_leave_the_document(
     operation: dict[str, Any], message: str
 ) -> None:
     before = copy.deepcopy(DOCUMENT)
-    with pytest.raises(PatchError, match=message):
-        apply_patch(DOCUMENT, [operation])
+    with pytest.raises(JsonPatchError, match=message):
+        apply_json_patch(DOCUMENT, [operation])
     assert before == DOCUMENT
 
 
 def test_an_empty_pointer_is_the_whole_document() -> None:
     assert parse_pointer("") == []
-    assert apply_patch(DOCUMENT, [{"op": "replace", "path": "", "value": {"a": 1}}]) == {"a": 1}
+    assert apply_json_patch(DOCUMENT, [{"op": "replace", "path": "", "value": {"a": 1}}]) == {
+        "a": 1
+    }
 
 
 def test_inserted_values_are_copies() -> None:
     value = {"nested": ["x"]}
-    patched = apply_patch({}, [{"op": "add", "path": "/v", "value": value}])
+    patched = apply_json_patch({}, [{"op": "add", "path": "/v", "value": value}])
     patched["v"]["nested"].append("y")
     assert value == {"nested": ["x"]}
+
+
+@pytest.mark.parametrize(
+    ("operation", "path", "expected"),
+    [
+        pytest.param(
+            {"op": "move", "from": "/spec/ports/0", "path": "/spec/first"}, "/spec/ports", [443]
+        ),
+        pytest.param(
+            {"op": "copy", "from": "/metadata/labels", "path": "/spec/labels"},
+            "/spec/labels/app",
+            "web",
+        ),
+        pytest.param(
+            {"op": "test", "path": "/spec/ports", "value": [80, 443]}, "/spec/ports/1", 443
+        ),
+    ],
+)
+def test_move_copy_and_test(operation: dict[str, Any], path: str, expected: Any) -> None:
+    assert resolve_pointer(apply_json_patch(DOCUMENT, [operation]), path) == expected
+
+
+def test_allowed_limits_the_operations() -> None:
+    operation = {"op": "move", "from": "/spec", "path": "/x"}
+    with pytest.raises(JsonPatchError, match="'move' is not allowed"):
+        apply_json_patch(DOCUMENT, [operation], allowed=("add", "remove", "replace"))
+
+
+def test_a_patch_is_a_list() -> None:
+    with pytest.raises(JsonPatchError, match="list of operations"):
+        apply_json_patch(DOCUMENT, {"op": "add"})

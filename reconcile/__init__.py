@@ -180,6 +180,11 @@ from reconcile.predicate import (
     or_,
     resource_version_changed,
 )
+from reconcile.quantity import (
+    Quantity,
+    QuantityError,
+    QuantityFormat,
+)
 from reconcile.ratelimit import (
     DEFAULT_CLIENT_BURST,
     DEFAULT_CLIENT_QPS,
@@ -350,6 +355,9 @@ __all__ = [
     "Preconditions",
     "Predicate",
     "PropagationPolicy",
+    "Quantity",
+    "QuantityError",
+    "QuantityFormat",
     "QueueMetrics",
     "QueueShutDown",
     "RECONCILE_TIME_BUCKETS",

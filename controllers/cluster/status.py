@@ -28,12 +28,12 @@ from controllers.api import (
     cluster_status,
 )
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
-from controllers.interpreter.quantity import Quantity
 from reconcile import (
     GVK,
     Client,
     Manager,
     NotFound,
+    Quantity,
     Request,
     Result,
     controller_managed_by,

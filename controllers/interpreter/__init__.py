@@ -20,7 +20,6 @@ from controllers.interpreter.customization import (
 from controllers.interpreter.facade import Interpreter
 from controllers.interpreter.lua import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, LuaScript
 from controllers.interpreter.native import NativeBackend
-from controllers.interpreter.quantity import Quantity, QuantityError, QuantityFormat
 from controllers.interpreter.types import (
     AggregatedStatusItem,
     Component,
@@ -61,9 +60,6 @@ __all__ = [
     "NodeClaim",
     "NotSupported",
     "Operation",
-    "Quantity",
-    "QuantityError",
-    "QuantityFormat",
     "ReplicaRequirements",
     "ResourceHealth",
     "bundled_customizations",

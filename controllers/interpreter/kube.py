@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controllers.interpreter.pods import pod_dependencies, replica_requirements
-from controllers.interpreter.quantity import Quantity, QuantityError
 from controllers.interpreter.types import InterpreterError
+from reconcile import Quantity, QuantityError
 
 __all__ = [
     "KUBE_FUNCTIONS",

@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from controllers.interpreter.quantity import Quantity, QuantityError, QuantityFormat
 from controllers.interpreter.types import (
     DependentObjectReference,
     InterpreterError,
     NodeClaim,
     ReplicaRequirements,
 )
+from reconcile import Quantity, QuantityError, QuantityFormat
 
 __all__ = [
     "node_claim",

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from controllers.interpreter.quantity import Quantity, QuantityError
-from reconcile import GVK
+from reconcile import GVK, Quantity, QuantityError
 
 __all__ = [
     "AggregatedStatusItem",

@@ -17,7 +17,7 @@ from controllers.scheduler.assign import (
     reschedule_requested,
     static_weights,
 )
-from controllers.scheduler.estimator import available_replicas, parse_quantity
+from controllers.scheduler.estimator import available_replicas
 from controllers.scheduler.filter import (
     DEFAULT_FILTERS,
     ClusterFilter,
@@ -94,7 +94,6 @@ __all__ = [
     "fnv32a",
     "locality_score",
     "names_descending",
-    "parse_quantity",
     "placement_changed",
     "plan_by_preferences",
     "preferences_from_spec",

@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import pytest
 
 from controllers.api import ReplicaRequirements
-from controllers.scheduler import available_replicas, parse_quantity
+from controllers.scheduler import available_replicas
 
 
 def cluster(summary: dict[str, Any] | None) -> dict[str, Any]:
     status = {} if summary is None else {"resourceSummary": summary}
     return {"metadata": {"name": "c"}, "status": status}
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        pytest.param("500m", Fraction(1, 2), id="a milli suffix means thousandths"),
-        pytest.param("1.5Gi", Fraction(3 * 2**29), id="a binary suffix scales a fraction exactly"),
-        pytest.param("2e3", Fraction(2000), id="a decimal exponent multiplies by a power of ten"),
-        pytest.param("4k", Fraction(4000), id="a decimal suffix multiplies by a power of ten"),
-        pytest.param(8, Fraction(8), id="a JSON number is read as itself"),
-        pytest.param("12E", Fraction(12 * 10**18), id="E alone is exa, not an exponent"),
-    ],
-)
-def test_quantities_parse_exactly(text: str | int, expected: Fraction) -> None:
-    assert parse_quantity(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("", id="an empty string is not a quantity"),
-        pytest.param("abc", id="letters alone are not a quantity"),
-        pytest.param("1.2.3", id="two decimal points are not a quantity"),
-        pytest.param("5Qi", id="an unknown suffix is not a quantity"),
-    ],
-)
-def test_invalid_quantities_are_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid quantity"):
-        parse_quantity(text)
 
 
 SUMMARY = {

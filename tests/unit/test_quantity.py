@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.interpreter import Quantity, QuantityError, QuantityFormat
+from reconcile import Quantity, QuantityError, QuantityFormat
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,10 @@ def test_constructors_and_float() -> None:
     assert str(Quantity.from_units(2048, QuantityFormat.BINARY_SI)) == "2Ki"
     assert str(Quantity.from_units(1000, QuantityFormat.BINARY_SI)) == "1k"
     assert Quantity.parse("250m").as_float() == 0.25
+
+
+def test_subtraction_is_exact_and_keeps_the_format() -> None:
+    free = Quantity.parse("4") - Quantity.parse("1500m") - Quantity.parse("500m")
+    assert (free.milli_value(), str(free)) == (2000, "2")
+    assert str(Quantity.parse("8Gi") - Quantity.parse("2Gi")) == "6Gi"
+    assert (Quantity.parse("1") - Quantity.parse("3")).value() == -2

@@ -1,7 +1,8 @@
 """Quantity is a Kubernetes resource quantity ("100m", "1.5Gi", "2e3") with the apiserver's rules.
 
-Interpreters sum container requests and Lua scripts add quantities (``kube.resourceAdd``), so the
-results must read like the apiserver's: values keep nano precision (anything finer rounds up, away
+Interpreters sum container requests, Lua scripts add quantities (``kube.resourceAdd``) and the
+scheduler's estimator subtracts what is allocated from what is allocatable, so the results must
+read like the apiserver's: values keep nano precision (anything finer rounds up, away
 from zero), are capped at 2^63-1, and print in canonical form, the largest suffix of the value's
 format that keeps the number whole (``0.5`` → ``500m``, ``1.5Gi`` → ``1536Mi``, ``1000m`` → ``1``).
 """
@@ -113,6 +114,12 @@ class Quantity:
     def __add__(self, other: Quantity) -> Quantity:
         quantity_format = other.format if self.nanos == 0 else self.format
         return Quantity(_cap(self.nanos + other.nanos), quantity_format)
+
+    def __neg__(self) -> Quantity:
+        return Quantity(-self.nanos, self.format)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        return self + -other
 
     def milli_value(self) -> int:
         """The value in thousandths, rounded up (CPU is counted in millicores)."""

@@ -4,12 +4,16 @@ ResourceInterpreterCustomization objects (Lua scripts per kind and operation) an
 ResourceInterpreterWebhookConfiguration objects (HTTPS webhooks per rule) are applied to the shared
 ``Interpreter`` as they are created, changed or deleted. A customization whose Lua does not compile
 is refused with a Warning Event on it; the interpreter keeps its previous state for that kind.
+Each webhook configuration holds a connection pool: the one a change replaces or a deletion drops
+is closed then, the rest when the manager stops.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import anyio
 
 from controllers.api import (
     RESOURCE_INTERPRETER_CUSTOMIZATION_GVK,
@@ -47,10 +51,10 @@ class _ConfigReconciler:
         try:
             obj = await self.context.manager.client.get(self.gvk, request.name)
         except NotFound:
-            self.remove(interpreter, request.name)
+            await _close(self.remove(interpreter, request.name))
             return None
         try:
-            self.apply(interpreter, obj)
+            await _close(self.apply(interpreter, obj))
         except InterpreterError as error:
             # Bad scripts or webhooks are reported on the object; the process and the other
             # kinds carry on with what they had.
@@ -58,12 +62,29 @@ class _ConfigReconciler:
         return None
 
 
+async def _close(dropped: object) -> None:
+    """Close a webhook backend the interpreter no longer uses (anything else is left alone)."""
+    if isinstance(dropped, WebhookBackend):
+        await dropped.aclose()
+
+
+async def _close_webhooks_on_stop(interpreter: Interpreter) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        # The controllers have stopped by now (the manager stops them first): nothing asks
+        # these backends again, so their pools can go.
+        with anyio.CancelScope(shield=True):
+            for name in interpreter.webhook_names():
+                await _close(interpreter.remove_webhook(name))
+
+
 def _add_webhook(interpreter: Interpreter, obj: dict[str, Any]) -> object:
     return interpreter.add_webhook(obj["metadata"]["name"], WebhookBackend([obj]))
 
 
 def setup(context: Context) -> None:
-    """Register the two configuration controllers."""
+    """Register the two configuration controllers, and the closing of webhooks on stop."""
     customizations = _ConfigReconciler(
         context,
         RESOURCE_INTERPRETER_CUSTOMIZATION_GVK,
@@ -85,3 +106,4 @@ def setup(context: Context) -> None:
             .named(f"interpreter-{name}")
             .complete(reconciler)
         )
+    context.manager.add(lambda: _close_webhooks_on_stop(context.interpreter), leader_only=False)

@@ -102,6 +102,10 @@ class Interpreter:
         """Drop a webhook backend by configuration name; returns it (to close), None if none."""
         return self._webhooks.pop(name, None)
 
+    def webhook_names(self) -> list[str]:
+        """The configuration names of the webhook backends, in the order they are asked."""
+        return sorted(self._webhooks)
+
     # --- choosing a source --------------------------------------------------------------------
 
     def _sources(self) -> Iterator[Backend]:

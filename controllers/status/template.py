@@ -16,7 +16,7 @@ from typing import Final
 
 from controllers.api import AggregatedStatusItem, ObjectReference
 from controllers.interpreter import AggregatedStatusItem as InterpreterItem
-from controllers.interpreter import Interpreter, InterpreterError, Operation
+from controllers.interpreter import Interpreter, InterpreterError, NotSupported, Operation
 from reconcile import GVK, Client, EventRecorder, NotFound, Obj
 
 __all__ = [
@@ -66,7 +66,7 @@ class TemplateStatusWriter:
         if template is None:
             return False  # deleted; its binding goes with it
         aggregated = await self._aggregate(template, items)
-        if aggregated.get("status") == template.get("status"):
+        if aggregated is None or aggregated.get("status") == template.get("status"):
             return False
         return await self._write(template, aggregated)
 
@@ -77,9 +77,13 @@ class TemplateStatusWriter:
         except NotFound:
             return None
 
-    async def _aggregate(self, template: Obj, items: Sequence[AggregatedStatusItem]) -> Obj:
+    async def _aggregate(self, template: Obj, items: Sequence[AggregatedStatusItem]) -> Obj | None:
         try:
             return await self.interpreter.aggregate_status(template, interpreter_items(items))
+        except NotSupported:
+            # The source that handled the kind was withdrawn while the template was read (e.g. a
+            # webhook configuration deleted): nothing aggregates it any more, not a failure.
+            return None
         except (InterpreterError, ValueError) as error:
             message = f"Aggregating the members' status failed: {error}"
             self.recorder.event(template, "Warning", AGGREGATE_STATUS_FAILED, message)

@@ -248,11 +248,9 @@ async def _ready_replicas_aggregated(stack: Stack, recorder: Recorder) -> None:
 
 
 async def _deleted_from_the_members(stack: Stack) -> None:
-    # Leave no Workloads behind for later controller-managers of the session to manage
-    # without the webhook. testenv runs no garbage collector: delete the template's binding as
-    # its ownerReference would have; the binding controller then deletes its Works.
+    # Leave no Workloads behind for later controller-managers of the session to manage without
+    # the webhook: the template's binding, its Works and the member objects go with it.
     await stack.host.delete(WORKLOAD, NAME, namespace=stack.namespace)
-    await stack.host.delete(RESOURCE_BINDING_GVK, BINDING, namespace=stack.namespace)
 
     async def gone() -> bool:
         return all([await _member_workload(stack, cluster) is None for cluster in MEMBERS])

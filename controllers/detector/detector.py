@@ -9,7 +9,9 @@ name the kind of their object (``keys.ObjectRef``), because it reconciles object
   ClusterResourceBinding;
 - PropagationPolicies and ClusterPropagationPolicies → ``policies.PolicyReconciler``: permanent id
   and finalizer, then the templates they select or claimed are enqueued; deleted → claims released;
-- deleted bindings → their template, so a binding removed by hand comes back.
+- deleted bindings → their template, so a binding removed by hand comes back;
+- interpreter changes (a customization or webhook configuration loaded, changed or removed) →
+  every claimed template of the kinds concerned, whose replicas may now read differently.
 
 ``setup(context)`` registers it with the context's manager.
 """
@@ -34,7 +36,7 @@ from controllers.detector.keys import ObjectRef
 from controllers.detector.matching import claim_of, spec_changed
 from controllers.detector.policies import PolicyReconciler
 from controllers.detector.templates import BindingOwnedElsewhere, TemplateReconciler
-from controllers.interpreter import InterpreterError
+from controllers.interpreter import InterpreterError, KindFilter
 from reconcile import (
     GVK,
     Conflict,
@@ -127,12 +129,22 @@ class Detector:
             manager.client, context.interpreter, recorder, self.discovery
         )
         self.policies = PolicyReconciler(manager.client, self.discovery, self.enqueue)
+        self.cache = manager.cache
         self.queue: WorkQueue[Request] | None = None
 
     def enqueue(self, ref: ObjectRef) -> None:
         """Queue an object for reconciliation (dropped before the controller is set up)."""
         if self.queue is not None:
             self.queue.add(ref.request())
+
+    def reinterpret(self, kinds: KindFilter) -> None:
+        """Queue every claimed template of ``kinds`` (an interpreter change concerns them)."""
+        for scope, informer in self.cache.informers().items():
+            if self.discovery.resource(scope.gvk) is None or not kinds(scope.gvk):
+                continue
+            for template in informer.indexer.values():
+                if claim_of(template) is not None:
+                    self.enqueue(ObjectRef(scope.gvk, namespace_of(template), name_of(template)))
 
     async def reconcile(self, request: Request) -> Result | None:
         """Reconcile the template or policy ``request`` names."""
@@ -168,3 +180,4 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
     options = ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)
     controller = builder.watches(detector.discovery).with_options(options).complete(detector)
     detector.queue = controller.queue
+    context.interpreter.subscribe(detector.reinterpret)

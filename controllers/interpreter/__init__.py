@@ -17,7 +17,7 @@ from controllers.interpreter.customization import (
     customizations_from_yaml,
     parse_customization,
 )
-from controllers.interpreter.facade import Interpreter
+from controllers.interpreter.facade import ChangeListener, Interpreter, KindFilter
 from controllers.interpreter.lua import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, LuaScript
 from controllers.interpreter.native import NativeBackend
 from controllers.interpreter.types import (
@@ -41,6 +41,7 @@ from controllers.interpreter.types import (
 __all__ = [
     "AggregatedStatusItem",
     "Backend",
+    "ChangeListener",
     "Component",
     "Customization",
     "CustomizationSet",
@@ -50,6 +51,7 @@ __all__ = [
     "Interpreter",
     "InterpreterError",
     "InvalidCustomization",
+    "KindFilter",
     "LuaError",
     "LuaReturnTypeError",
     "LuaRuntimeError",

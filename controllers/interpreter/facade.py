@@ -9,14 +9,16 @@ handles it, in Karmada's precedence:
 4. the native defaults for Kubernetes kinds.
 
 Customizations and webhooks change at runtime (``apply_customization``, ``add_webhook``...), as the
-controllers watching those CRDs see them. When no source handles a kind and operation the methods
-raise ``NotSupported``; callers decide what that means (no replicas, no retention, health
-Unknown...).
+controllers watching those CRDs see them; ``subscribe`` tells others which kinds a change may
+interpret differently (the detector re-reads their replicas: a template seen before its
+customization or webhook was loaded is not left with what the native interpreter said). When no
+source handles a kind and operation the methods raise ``NotSupported``; callers decide what that
+means (no replicas, no retention, health Unknown...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from controllers.interpreter.backend import Backend
@@ -37,7 +39,12 @@ from controllers.interpreter.types import (
 )
 from reconcile import GVK
 
-__all__ = ["Interpreter"]
+__all__ = ["ChangeListener", "Interpreter", "KindFilter"]
+
+KindFilter = Callable[[GVK], bool]
+"""Whether a kind is among those a change concerns."""
+ChangeListener = Callable[[KindFilter], None]
+"""Called, synchronously, after a change with the kinds it concerns."""
 
 Obj = dict[str, Any]
 _DEFAULT: Any = object()
@@ -73,6 +80,7 @@ class Interpreter:
         self._webhooks: dict[str, Backend] = dict(webhooks or {})
         self._thirdparty = bundled_customizations() if thirdparty is _DEFAULT else thirdparty
         self._native = NativeBackend() if native is _DEFAULT else native
+        self._listeners: list[ChangeListener] = []
 
     # --- runtime changes ----------------------------------------------------------------------
 
@@ -83,11 +91,18 @@ class Interpreter:
             InvalidCustomization: the object is malformed.
             LuaError: a script does not load; the previous version stays in effect.
         """
-        return self.customizations.apply(obj)
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        previous = self.customizations.get(name)
+        customization = self.customizations.apply(obj)
+        self._changed(_targets(previous, customization))
+        return customization
 
     def remove_customization(self, name: str) -> bool:
         """Drop a customization by name; False if there was none."""
-        return self.customizations.remove(name)
+        previous = self.customizations.get(name)
+        removed = self.customizations.remove(name)
+        self._changed(_targets(previous))
+        return removed
 
     def add_webhook(self, name: str, backend: Backend) -> Backend | None:
         """Add or replace the backend of a ResourceInterpreterWebhookConfiguration.
@@ -96,11 +111,22 @@ class Interpreter:
         """
         previous = self._webhooks.get(name)
         self._webhooks[name] = backend
+        self._changed(_handled_by(previous, backend))
         return previous
 
     def remove_webhook(self, name: str) -> Backend | None:
         """Drop a webhook backend by configuration name; returns it (to close), None if none."""
-        return self._webhooks.pop(name, None)
+        removed = self._webhooks.pop(name, None)
+        self._changed(_handled_by(removed))
+        return removed
+
+    def subscribe(self, listener: ChangeListener) -> None:
+        """Call ``listener`` after every customization or webhook change, with its kinds."""
+        self._listeners.append(listener)
+
+    def _changed(self, kinds: KindFilter) -> None:
+        for listener in self._listeners:
+            listener(kinds)
 
     def webhook_names(self) -> list[str]:
         """The configuration names of the webhook backends, in the order they are asked."""
@@ -165,3 +191,15 @@ class Interpreter:
     async def get_components(self, obj: Obj) -> list[Component]:
         """InterpretComponent. Raises: NotSupported, InterpreterError."""
         return await self._pick(obj, Operation.INTERPRET_COMPONENT).get_components(obj)
+
+
+def _targets(*customizations: Customization | None) -> KindFilter:
+    kinds = {c.target for c in customizations if c is not None}
+    return kinds.__contains__
+
+
+def _handled_by(*backends: Backend | None) -> KindFilter:
+    def concerned(gvk: GVK) -> bool:
+        return any(b.handles(gvk, op) for b in backends if b is not None for op in Operation)
+
+    return concerned

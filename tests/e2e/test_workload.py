@@ -159,13 +159,14 @@ async def _member_workload(stack: Stack, cluster: str) -> dict[str, Any] | None:
         return None
 
 
-async def _divided(stack: Stack, recorder: Recorder) -> None:
-    ns = stack.namespace
+async def _create(stack: Stack) -> None:
     for manifest in ("workload.yaml", "propagationpolicy.yaml"):
         obj = _manifest(manifest)
-        obj["metadata"]["namespace"] = ns
+        obj["metadata"]["namespace"] = stack.namespace
         await stack.host.create(obj)
 
+
+async def _wait_replicas(stack: Stack, expected: dict[str, int | None]) -> None:
     async def replicas() -> dict[str, int | None]:
         found = {}
         for cluster in MEMBERS:
@@ -173,10 +174,15 @@ async def _divided(stack: Stack, recorder: Recorder) -> None:
             found[cluster] = workload["spec"]["replicas"] if workload else None
         return found
 
-    async def divided() -> bool:
-        return await replicas() == {"member1": 2, "member2": 1}
+    async def reached() -> bool:
+        return await replicas() == expected
 
-    await eventually(divided, timeout=90, interval=0.2)
+    await eventually(reached, timeout=90, interval=0.2)
+
+
+async def _divided(stack: Stack, recorder: Recorder) -> None:
+    await _create(stack)
+    await _wait_replicas(stack, {"member1": 2, "member2": 1})
     interpreted = {
         r["object"]["spec"]["replicas"] for r in recorder.of(Operation.INTERPRET_REPLICA)
     }
@@ -256,3 +262,21 @@ async def _deleted_from_the_members(stack: Stack) -> None:
         return all([await _member_workload(stack, cluster) is None for cluster in MEMBERS])
 
     await eventually(gone, timeout=90, interval=0.2)
+
+
+async def test_a_workload_seen_before_its_webhook_is_divided_once_it_is_loaded(
+    joined: Environment, namespace: str, tmp_path: Path
+) -> None:
+    crd = [EXAMPLE / "workload-crd.yaml"]
+    for plane in (joined.host, *(joined.members[name] for name in MEMBERS)):
+        await plane.install_crds(crd)
+    async with (
+        _example_server(Recorder(), tmp_path) as (url, ca_pem),
+        running(joined, namespace) as stack,
+    ):
+        await _create(stack)
+        # Nothing interprets a Workload yet: no replicas to divide, each member gets the template.
+        await _wait_replicas(stack, {"member1": 3, "member2": 3})
+        async with _configured(stack, url, ca_pem):
+            await _wait_replicas(stack, {"member1": 2, "member2": 1})
+            await _deleted_from_the_members(stack)

@@ -272,3 +272,30 @@ def test_customizations_from_yaml() -> None:
         customizations_from_yaml("kind: Other")
     with pytest.raises(InvalidCustomization, match="not valid YAML"):
         customizations_from_yaml("a: [")
+
+
+def test_listeners_hear_which_kinds_a_change_concerns() -> None:
+    interpreter = Interpreter()
+    heard: list[tuple[bool, bool]] = []
+    interpreter.subscribe(lambda kinds: heard.append((kinds(DEPLOYMENT), kinds(CLONE_SET))))
+
+    interpreter.apply_customization(
+        customization("c", CLONE_SET, replicaResource=replicas_script(1))
+    )
+    interpreter.apply_customization(
+        customization("c", DEPLOYMENT, replicaResource=replicas_script(2))
+    )
+    interpreter.remove_customization("c")
+    webhook = FakeWebhook("w", {(CLONE_SET, Operation.RETAIN)})
+    interpreter.add_webhook("w", webhook)
+    interpreter.add_webhook("w", FakeWebhook("w", {(DEPLOYMENT, Operation.RETAIN)}))
+    interpreter.remove_webhook("w")
+
+    assert heard == [
+        (False, True),  # the new customization's kind
+        (True, True),  # moved from one kind to another: both
+        (True, False),
+        (False, True),  # the kinds the webhook has rules for
+        (True, True),  # the replaced one's and the new one's
+        (True, False),
+    ]

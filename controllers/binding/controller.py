@@ -14,7 +14,8 @@ Works deleted, then its finalizer removed.
 A cluster whose overrides or ReviseReplica fail keeps its current Work; the failure is an Event
 and the binding's ``WorksSynced`` condition, and the other clusters are unaffected. Works (in the
 ``karmada-es-*`` namespaces, so no owner references) map back to their binding through their
-annotations; override policy and Cluster changes re-enqueue the bindings they may affect.
+annotations; override policy and Cluster changes re-enqueue the bindings they may affect, and so
+does an interpreter change for the binding's kind.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from controllers.binding.names import binding_id_label, binding_id_of
 from controllers.binding.overrides import OverrideError
 from controllers.binding.workload import build_work, build_workload
 from controllers.context import Context
-from controllers.interpreter import Interpreter, InterpreterError, NotSupported
+from controllers.interpreter import Interpreter, InterpreterError, KindFilter, NotSupported
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -400,6 +401,15 @@ class _BindingIndex:
                 found.append(Request(name_of(binding), namespace_of(binding)))
         return found
 
+    def for_kinds(self, kinds: KindFilter) -> list[Request]:
+        found = []
+        for binding in self._bindings():
+            resource = binding_spec(binding).get("resource") or {}
+            api_version, kind = str(resource.get("apiVersion", "")), str(resource.get("kind", ""))
+            if kind and kinds(GVK.from_api_version(api_version, kind)):
+                found.append(Request(name_of(binding), namespace_of(binding)))
+        return found
+
     def for_cluster(self, cluster: Obj) -> list[Request]:
         name = name_of(cluster)
         return [
@@ -417,7 +427,7 @@ def setup(context: Context) -> None:
     kinds = (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK)
     index = _BindingIndex([manager.cache.get_informer(gvk) for gvk in kinds])
     policies = EnqueueRequestsFromMapFunc(index.for_policy)
-    (
+    controller = (
         controller_managed_by(manager)
         .named(BINDING_CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, binding_changed)
@@ -428,6 +438,13 @@ def setup(context: Context) -> None:
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(index.for_cluster), _cluster_spec_changed)
         .complete(reconciler)
     )
+
+    def reinterpret(kinds: KindFilter) -> None:
+        # ReviseReplica or Retain may answer differently now: build those Works again.
+        for request in index.for_kinds(kinds):
+            controller.queue.add(request)
+
+    context.interpreter.subscribe(reinterpret)
 
 
 def _cluster_spec_changed(event: Event) -> bool:

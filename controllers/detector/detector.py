@@ -9,7 +9,8 @@ name the kind of their object (``keys.ObjectRef``), because it reconciles object
   ClusterResourceBinding;
 - PropagationPolicies and ClusterPropagationPolicies → ``policies.PolicyReconciler``: permanent id
   and finalizer, then the templates they select or claimed are enqueued; deleted → claims released;
-- deleted bindings → their template, so a binding removed by hand comes back;
+- created and deleted bindings → their template, so a binding removed by hand comes back and one
+  whose template is gone (even while the detector was not running) is deleted;
 - interpreter changes (a customization or webhook configuration loaded, changed or removed) →
   every claimed template of the kinds concerned, whose replicas may now read differently.
 
@@ -106,8 +107,10 @@ def _template_of_binding(binding: Obj) -> Iterable[Request]:
     return [ObjectRef(gvk, str(resource.get("namespace", "")), str(resource["name"])).request()]
 
 
-def _deleted(event: Event) -> bool:
-    return event.type is EventType.DELETE
+def _created_or_deleted(event: Event) -> bool:
+    # Deleted: the template makes a new one. Created, which includes every binding listed at
+    # start: a template deleted while the detector was not running still has its binding.
+    return event.type in (EventType.CREATE, EventType.DELETE)
 
 
 class Detector:
@@ -176,7 +179,7 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
     for gvk in _POLICY_KINDS:
         builder.watches(gvk, _handler(gvk), resource_version_changed)
     for gvk in (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK):
-        builder.watches(gvk, EnqueueRequestsFromMapFunc(_template_of_binding), _deleted)
+        builder.watches(gvk, EnqueueRequestsFromMapFunc(_template_of_binding), _created_or_deleted)
     options = ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)
     controller = builder.watches(detector.discovery).with_options(options).complete(detector)
     detector.queue = controller.queue

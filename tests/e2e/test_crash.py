@@ -2,10 +2,11 @@
 
 The controller-manager runs as its own process (the ``reconcile`` console script), reaching the
 members through the Cluster objects and Secrets ``join`` created, as in production. It is killed
-while 200 Deployments are on their way to two members; while it is down a few templates are scaled
-and a few deleted (with their bindings, as the garbage collector testenv lacks would). Restarted,
-it must converge: every member Deployment present once with its share of the replicas, one
-Applied Work per binding and cluster, one Scheduled binding per template, nothing orphaned.
+while 200 Deployments are on their way to two members; while it is down a few templates are
+scaled and a few deleted (testenv runs no garbage collector: the detector deletes their
+bindings). Restarted, it must converge: every member Deployment present once with its share of
+the replicas, one Applied Work per binding and cluster, one Scheduled binding per template,
+nothing orphaned.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ SHARES = {"member1": 2, "member2": 1}
 SCALED = {f"web-{i:03d}" for i in range(0, 200, 40)}
 """Templates scaled to twice REPLICAS while the controller-manager is down."""
 DELETED = {f"web-{i:03d}" for i in range(7, 200, 40)}
-"""Templates deleted (with their bindings) while the controller-manager is down."""
+"""Templates deleted while the controller-manager is down."""
 SELECTED = {"e2e.reconcile.io/crash": "true"}
 KILL_AFTER = 20
 """Member Deployments (member1) seen before the SIGKILL: propagation is under way."""
@@ -374,24 +375,21 @@ async def _wait_for_propagation_under_way(clusters: Clusters, process: Process) 
 
 
 async def _change_while_down(clusters: Clusters) -> None:
-    """Scale some templates, and delete others with their bindings (the garbage collector's part:
-    testenv runs no kube-controller-manager)."""
+    """Scale some templates and delete others (the restarted detector must find their bindings
+    orphaned: it never sees these templates' deletion)."""
     ns, host = clusters.namespace, clusters.host
     for name in sorted(SCALED):
         await host.patch(DEPLOYMENT, name, {"spec": {"replicas": 2 * REPLICAS}}, namespace=ns)
     for name in sorted(DELETED):
         await _delete(host, DEPLOYMENT, name, ns)
-        await _delete(host, RESOURCE_BINDING_GVK, binding_name(DEPLOYMENT.kind, name), ns)
 
 
 async def _clean_up(clusters: Clusters) -> None:
-    """Delete the policy, templates and bindings, and wait for the Works and member objects to
-    go: the shared control plane is left without 200 objects for later tests to reconcile."""
+    """Delete the templates and the policy, and wait for the bindings, Works and member objects
+    to go: the shared control plane is left without 200 objects for later tests to reconcile."""
     ns, host = clusters.namespace, clusters.host
     names = sorted(set(_names()) - DELETED)
     await _bounded(partial(_delete, host, DEPLOYMENT, name, ns) for name in names)
-    bindings = [binding_name(DEPLOYMENT.kind, name) for name in names]
-    await _bounded(partial(_delete, host, RESOURCE_BINDING_GVK, name, ns) for name in bindings)
     # Last: deleted first, the policy would have its claims released from every template.
     await _delete(host, POLICY, "crash", ns)
 

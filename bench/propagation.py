@@ -394,7 +394,7 @@ async def bulk(
         await host_client.create(deployment(f"bulk-{index:05d}"))
 
     created = await run_parallel(count, concurrency, create)
-    timeout = max(WARM_TIMEOUT, count * 0.5)
+    timeout = max(WARM_TIMEOUT, count * 3.0)
     applied = await host.fully_applied.wait(names, timeout) - started
     aggregated = await host.aggregated.wait(names, timeout) - started
     return created, applied, aggregated

@@ -60,6 +60,7 @@ from reconcile.ratelimit import (
     RequestLimiter,
     RetryAfter,
     TokenBucket,
+    Unlimited,
     parse_retry_after,
 )
 from reconcile.restmapper import DEFAULT_MIN_REFRESH_INTERVAL, RESTMapper
@@ -212,6 +213,12 @@ def _fill_items(listing: dict[str, Any], gvk: GVK) -> dict[str, Any]:
     return listing
 
 
+def _limiter(qps: float | None, burst: int | None) -> RequestLimiter:
+    if qps is None and burst is None:
+        return Unlimited()
+    return TokenBucket(qps=qps or DEFAULT_CLIENT_QPS, burst=burst or DEFAULT_CLIENT_BURST)
+
+
 class Client:
     """A live client for one cluster: reads and writes go straight to its apiserver.
 
@@ -219,7 +226,9 @@ class Client:
     ``await client.close()`` or ``async with``. Options:
 
     - ``field_manager``: the manager named on writes. Defaults to ``"reconcile"``.
-    - ``qps`` / ``burst``: the client-side token bucket. Default 20 / 30 (controller-runtime's).
+    - ``qps`` / ``burst``: a client-side token bucket. Default none: as controller-runtime since
+      v0.21, the apiserver's priority and fairness paces clients (its 429s are retried, see
+      ``retry``). Either one given enables the bucket (the other then defaults to 20 qps / 30).
     - ``limiter``: replaces the token bucket (e.g. ``Unlimited()``, or one shared by clients).
     - ``retry``: 429 handling. Defaults to ``RetryAfter()`` (10 retries, waits capped at 60 s).
     - ``request_timeout``: total seconds per request, watches excepted. Defaults to 60; None = none.
@@ -232,8 +241,8 @@ class Client:
         config: ClusterConfig,
         *,
         field_manager: str = DEFAULT_FIELD_MANAGER,
-        qps: float = DEFAULT_CLIENT_QPS,
-        burst: int = DEFAULT_CLIENT_BURST,
+        qps: float | None = None,
+        burst: int | None = None,
         limiter: RequestLimiter | None = None,
         retry: RetryAfter | None = None,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
@@ -241,7 +250,7 @@ class Client:
     ) -> None:
         self.config = config
         self.field_manager = field_manager
-        self.limiter: RequestLimiter = limiter or TokenBucket(qps=qps, burst=burst)
+        self.limiter: RequestLimiter = limiter or _limiter(qps, burst)
         self.retry = retry or RetryAfter()
         self.request_timeout = request_timeout
         self.mapper = RESTMapper(self._get_json, min_refresh_interval=discovery_refresh_interval)

@@ -1,8 +1,11 @@
 """Ratelimit paces a client's requests to the apiserver: a QPS/burst token bucket plus 429 retries.
 
 The bucket is client-go's flowcontrol limiter: ``burst`` requests may go at once, then ``qps`` per
-second; a request that finds the bucket empty waits its turn instead of failing. The defaults are
-controller-runtime's (QPS 20, burst 30), which it applies when a rest.Config leaves them unset.
+second; a request that finds the bucket empty waits its turn instead of failing. Its defaults are
+those controller-runtime gave a rest.Config that left them unset until v0.21 (QPS 20, burst 30).
+A Client has no bucket unless asked for one: controller-runtime since v0.21 disables client-side
+limiting by default and relies on the apiserver's priority and fairness (APF), as SIG API
+Machinery advises; a bucket of 20 QPS would cap a controller-manager at a few objects a second.
 
 ``RetryAfter`` is the other half: when the apiserver's priority and fairness still answers 429
 TooManyRequests, wait the ``Retry-After`` it sent and try again, a bounded number of times
@@ -36,9 +39,9 @@ __all__ = [
 T = TypeVar("T")
 
 DEFAULT_CLIENT_QPS: Final = 20.0
-"""Requests per second once the burst is spent (controller-runtime's default)."""
+"""Requests per second once the burst is spent (controller-runtime's default before v0.21)."""
 DEFAULT_CLIENT_BURST: Final = 30
-"""Requests that may go at once after a quiet period (controller-runtime's default)."""
+"""Requests that may go at once after a quiet period (controller-runtime's before v0.21)."""
 DEFAULT_THROTTLE_RETRIES: Final = 10
 """How many times a request answered 429 is retried before the error is raised (client-go's)."""
 DEFAULT_RETRY_AFTER: Final = 1.0

@@ -55,6 +55,7 @@ from reconcile import (
     GVK,
     CachedClient,
     Conflict,
+    ControllerOptions,
     EnqueueRequestForObject,
     EnqueueRequestsFromMapFunc,
     Event,
@@ -62,6 +63,7 @@ from reconcile import (
     EventType,
     NotFound,
     Obj,
+    Reader,
     Request,
     Result,
     SharedInformer,
@@ -82,6 +84,7 @@ from reconcile import (
 __all__ = [
     "CONFLICT_RETRY",
     "DEFAULT_SCHEDULER_NAME",
+    "DEFAULT_WORKERS",
     "MANAGED_BY_LABEL",
     "MAX_LISTED_CLUSTERS",
     "SCHEDULER_NAME",
@@ -100,7 +103,10 @@ MANAGED_BY_LABEL: Final = "binding.karmada.io/managed-by"
 UNSCHEDULABLE_RETRY: Final = 60.0
 """Seconds before a binding that could not be scheduled is tried again without any change."""
 CONFLICT_RETRY: Final = 0.2
-"""Seconds before a binding whose write hit a conflict is reconciled again."""
+"""Seconds before a binding whose write hit a conflict again after a live read is retried."""
+DEFAULT_WORKERS: Final = 5
+"""Bindings scheduled in parallel. Each waits on two writes (spec, then status); one worker would
+cap a burst of new bindings at the apiserver's write latency (Karmada's syncs default to 5)."""
 MAX_LISTED_CLUSTERS: Final = 20
 """Refused clusters named, with their reason, in a failed Scheduled condition."""
 
@@ -220,19 +226,28 @@ class SchedulerController:
         Raises:
             ApiError: a read or write failed (e.g. Conflict); retried with backoff.
         """
+        try:
+            return await self._reconcile(request, self.client)
+        except Conflict:
+            # Written meanwhile, most often by our own previous write that the cache has not seen
+            # yet (a reconcile triggered by our own spec write): once more from a live read, at
+            # once, rather than after a delay on the critical path of a new binding.
+            log.debug("conflict, reading live")
+        try:
+            return await self._reconcile(request, self.client.live)
+        except Conflict:
+            log.debug("conflict again, retrying later")
+            return Result(requeue_after=CONFLICT_RETRY)
+
+    async def _reconcile(self, request: Request, reader: Reader) -> Result | None:
         gvk = _gvk(request)
         try:
-            binding = await self.client.get(gvk, request.name, namespace=request.namespace or None)
+            binding = await reader.get(gvk, request.name, namespace=request.namespace or None)
         except NotFound:
             return None
         if is_being_deleted(binding) or not is_ours(binding):
             return None
-        try:
-            return await self._schedule(binding)
-        except Conflict:
-            # Written meanwhile (often: our own write the cache has not seen yet): read again.
-            log.debug("conflict, reading again")
-            return Result(requeue_after=CONFLICT_RETRY)
+        return await self._schedule(binding)
 
     async def _schedule(self, binding: Obj) -> Result | None:
         clusters = await self.client.list_all(CLUSTER_GVK)
@@ -343,5 +358,6 @@ def setup(context: Context) -> None:
         .for_(RESOURCE_BINDING_GVK, relevant)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), relevant)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(mapper), cluster_changed)
+        .with_options(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
         .complete(reconciler)
     )

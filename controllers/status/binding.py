@@ -3,10 +3,11 @@
 One controller per binding kind (ResourceBinding, ClusterResourceBinding). For each binding it
 lists the Works labelled with the binding's permanent id, writes ``status.aggregatedStatus`` (see
 ``aggregate``) and the FullyApplied condition when they changed, then the resource template's
-aggregated status (see ``template``). It reconciles when a binding's spec or labels change (new
-target clusters, a new template version, the id label) and when one of its Works changes status or
-goes away; Works name their binding in the annotations ``resourcebinding.karmada.io/namespace`` and
-``/name`` (``clusterresourcebinding.karmada.io/name`` for cluster bindings).
+aggregated status (see ``template``). It reconciles when a scheduled binding (one with
+``status.lastScheduledTime``) is created or its spec or labels change (new target clusters, a new
+template version, the id label), and when one of its Works changes status or goes away; Works
+name their binding in the annotations ``resourcebinding.karmada.io/namespace`` and ``/name``
+(``clusterresourcebinding.karmada.io/name`` for cluster bindings).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from controllers.status.template import TemplateStatusWriter
 from reconcile import (
     GVK,
     CachedClient,
+    ControllerOptions,
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
@@ -68,8 +70,14 @@ __all__ = [
     "BindingKind",
     "BindingStatusController",
     "CLUSTER_BINDING",
+    "DEFAULT_WORKERS",
     "setup_binding_status_controllers",
 ]
+
+
+DEFAULT_WORKERS: Final = 5
+"""Bindings aggregated in parallel, per binding kind. Each waits on up to three requests (its
+status, the live template, the template's status); Karmada's syncs default to 5."""
 
 
 @dataclass(frozen=True)
@@ -111,12 +119,33 @@ CLUSTER_BINDING: Final = BindingKind(
 
 
 def _work_status_changed(event: Event) -> bool:
-    """Work events that can change a binding's aggregated status."""
+    """Work events that can change a binding's aggregated status: not creations (a new Work has
+    no status yet; its first status is an update), as Karmada."""
+    if event.type is EventType.CREATE:
+        return False
     if event.type is not EventType.UPDATE or event.old is None:
         return True
     return event.old.get("status") != event.obj.get("status") or (
         deletion_timestamp_of(event.old) != deletion_timestamp_of(event.obj)
     )
+
+
+def _scheduled(binding: Obj) -> bool:
+    # lastScheduledTime is set only by a successful scheduling (the Scheduled condition also
+    # changes while rescheduling fails).
+    return bool(binding_status(binding).get("lastScheduledTime"))
+
+
+_spec_or_labels_changed = or_(generation_changed, labels_changed)
+
+
+def _binding_changed(event: Event) -> bool:
+    """Binding events worth a reconcile, as Karmada: only once scheduled. Before that it has no
+    Works, and writing its empty status then would only race the scheduler's writes (a Conflict
+    on the path of every new binding); its Works' status updates bring it here later."""
+    if event.type is EventType.DELETE:
+        return True
+    return _scheduled(event.obj) and _spec_or_labels_changed(event)
 
 
 def _status_with(binding: Obj, items: list[AggregatedStatusItem]) -> dict[str, Any]:
@@ -193,13 +222,14 @@ def setup_binding_status_controllers(context: Context) -> list[BindingStatusCont
         reconciler = BindingStatusController(context, kind)
         (
             controller_managed_by(context.manager)
-            .for_(kind.gvk, or_(generation_changed, labels_changed))
+            .for_(kind.gvk, _binding_changed)
             .watches(
                 WORK_GVK,
                 EnqueueRequestsFromMapFunc(kind.request_for_work),
                 _work_status_changed,
             )
             .named(kind.name)
+            .with_options(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
             .complete(reconciler)
         )
         reconcilers.append(reconciler)

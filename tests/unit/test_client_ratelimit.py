@@ -1,16 +1,21 @@
-"""The client's request pacing on a fake clock: the QPS/burst token bucket and 429 retries."""
+"""The client's request pacing on a fake clock: the QPS/burst token bucket (off by default) and
+429 retries."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
+from kubernetes_asyncio.client import Configuration
 
+from reconcile.client import Client
+from reconcile.config import ClusterConfig
 from reconcile.errors import NotFound, TooManyRequests, api_error
 from reconcile.ratelimit import (
     DEFAULT_CLIENT_BURST,
     DEFAULT_CLIENT_QPS,
     RetryAfter,
     TokenBucket,
+    Unlimited,
     parse_retry_after,
 )
 
@@ -47,7 +52,7 @@ def throttled(retry_after: str | None) -> TooManyRequests:
     return error
 
 
-def test_defaults_are_controller_runtimes() -> None:
+def test_bucket_defaults_are_controller_runtimes_before_v0_21() -> None:
     bucket = TokenBucket()
     assert (bucket.qps, bucket.burst) == (DEFAULT_CLIENT_QPS, DEFAULT_CLIENT_BURST) == (20.0, 30)
 
@@ -160,3 +165,13 @@ async def test_other_errors_are_not_retried() -> None:
     with pytest.raises(NotFound):
         await RetryAfter(clock=clock).run(attempt)
     assert (calls, clock.sleeps) == (1, [])
+
+
+def test_a_client_has_no_bucket_unless_given_qps_or_burst() -> None:
+    # controller-runtime since v0.21: no client-side limit by default, APF paces instead.
+    config = ClusterConfig(Configuration(host="https://127.0.0.1:1"), source="test")
+    assert isinstance(Client(config).limiter, Unlimited)
+    paced = Client(config, qps=5).limiter
+    assert isinstance(paced, TokenBucket)
+    assert (paced.qps, paced.burst) == (5, DEFAULT_CLIENT_BURST)
+    assert isinstance(Client(config, burst=7).limiter, TokenBucket)

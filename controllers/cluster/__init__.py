@@ -4,6 +4,7 @@ from controllers.cluster.controller import ClusterController, setup_cluster_cont
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.status import (
     ClusterStatusController,
+    ClusterStatusOptions,
     Health,
     probe,
     setup_cluster_status_controller,
@@ -12,6 +13,7 @@ from controllers.cluster.status import (
 __all__ = [
     "ClusterController",
     "ClusterStatusController",
+    "ClusterStatusOptions",
     "Health",
     "MemberConfigError",
     "MemberRegistry",

@@ -8,6 +8,8 @@ from typing import Any
 
 import anyio
 
+from controllers.cluster import ClusterStatusOptions
+from controllers.context import Context
 from controllers.controllermanager import build
 from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
 from testenv import ControlPlane, Environment, eventually
@@ -27,12 +29,18 @@ async def client_of(plane: ControlPlane) -> Client:
 
 
 class Stack:
-    """The host and member clients of a running controller-manager."""
+    """The host and member clients of a running controller-manager (and its Context)."""
 
     def __init__(
-        self, env: Environment, host: Client, members: dict[str, Client], namespace: str
+        self,
+        env: Environment,
+        host: Client,
+        members: dict[str, Client],
+        namespace: str,
+        context: Context | None = None,
     ) -> None:
         self.env, self.host, self.members, self.namespace = env, host, members, namespace
+        self.context = context
 
     async def member_deployment(self, cluster: str, name: str) -> dict[str, Any] | None:
         try:
@@ -55,7 +63,9 @@ class Stack:
 
 
 @asynccontextmanager
-async def running(env: Environment, namespace: str) -> AsyncIterator[Stack]:
+async def running(
+    env: Environment, namespace: str, *, cluster_status: ClusterStatusOptions | None = None
+) -> AsyncIterator[Stack]:
     """The whole controller-manager on the host, and clients of every cluster."""
     host = await client_of(env.host)
     members = {name: await client_of(env.members[name]) for name in MEMBERS}
@@ -66,11 +76,11 @@ async def running(env: Environment, namespace: str) -> AsyncIterator[Stack]:
         env.host.kubeconfig, temp_dir=env.host.directory / "client"
     )
     manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
-    build(manager, scratch=env.host.directory / "client")
+    context = build(manager, scratch=env.host.directory / "client", cluster_status=cluster_status)
     try:
         async with anyio.create_task_group() as group:
             await group.start(manager.start)
-            yield Stack(env, host, members, namespace)
+            yield Stack(env, host, members, namespace, context)
             manager.stop()
     finally:
         for client in (host, *members.values()):

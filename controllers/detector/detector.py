@@ -126,7 +126,7 @@ class Detector:
         self.templates = TemplateReconciler(
             manager.client, context.interpreter, recorder, self.discovery
         )
-        self.policies = PolicyReconciler(manager.client, self.discovery, self.enqueue)
+        self.policies = PolicyReconciler(manager.client, self.discovery, self.enqueue, recorder)
         self.queue: WorkQueue[Request] | None = None
 
     def enqueue(self, ref: ObjectRef) -> None:

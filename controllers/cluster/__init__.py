@@ -1,6 +1,10 @@
 """cluster holds the member-cluster side of the controllers: connections, namespaces, health."""
 
-from controllers.cluster.controller import ClusterController, setup_cluster_controller
+from controllers.cluster.controller import (
+    MEMBER_CONFIG_INVALID,
+    ClusterController,
+    setup_cluster_controller,
+)
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.status import (
     ClusterStatusController,
@@ -15,6 +19,7 @@ __all__ = [
     "ClusterStatusController",
     "ClusterStatusOptions",
     "Health",
+    "MEMBER_CONFIG_INVALID",
     "MemberConfigError",
     "MemberRegistry",
     "probe",

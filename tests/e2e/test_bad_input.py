@@ -1,8 +1,9 @@
 """End to end: bad input is reported where it was made, and everything else keeps propagating.
 
 An invalid policy gets a Warning Event naming the problem; a manifest a member refuses leaves that
-member's Work Applied=False with the member's words (and an Event); a Cluster whose Secret is
-missing is Ready=False saying so (and gets an Event) until the Secret exists. Each time, a good
+member's Work Applied=False with the member's words (and an Event), as does a kind the member does
+not serve; a Cluster whose Secret is missing is Ready=False saying so (and gets an Event) until the
+Secret exists. Each time, a good
 Deployment and policy created alongside reaches both members.
 """
 
@@ -13,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from controllers.api import CLUSTER_GVK, READY_CONDITION, WORK_APPLIED_CONDITION, WORK_GVK
+from controllers.api import (
+    CLUSTER_GVK,
+    READY_CONDITION,
+    RESOURCE_BINDING_GVK,
+    WORK_APPLIED_CONDITION,
+    WORK_GVK,
+)
 from controllers.binding import work_name
 from controllers.cluster import ClusterStatusOptions
 from reconcile import EVENT_GVK, GVK, Condition, NotFound, get_condition
@@ -22,7 +29,6 @@ from tests.e2e.stack import OVERRIDE, Stack, new_deployment, new_policy, running
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
-BINDING = GVK("work.karmada.io", "v1alpha2", "ResourceBinding")
 SECRET = GVK("", "v1", "Secret")
 FAST = ClusterStatusOptions(update_frequency=1.0, failure_threshold=2.0, success_threshold=2.0)
 
@@ -85,7 +91,7 @@ async def _an_invalid_policy_is_reported_and_selects_nothing(stack: Stack) -> No
     await propagates(stack, "web")
     # The detector has handled the templates and policies created before "web" by now.
     with pytest.raises(NotFound):
-        await stack.host.get(BINDING, "stray-deployment", namespace=ns)
+        await stack.host.get(RESOURCE_BINDING_GVK, "stray-deployment", namespace=ns)
     assert await stack.replicas("stray") == {"member1": None, "member2": None}
 
 
@@ -148,6 +154,73 @@ async def _a_manifest_a_member_refuses_is_reported_on_its_work(stack: Stack) -> 
     await stack.host.delete(OVERRIDE, "no-image", namespace=ns)
     await stack.wait_replicas("refused", {"member1": 2, "member2": 1})
     await _applied(stack, "member2", "refused", "True")
+
+
+async def test_a_kind_the_member_does_not_serve_is_reported_on_its_work(
+    joined: Environment, namespace: str
+) -> None:
+    async with running(joined, namespace) as stack:
+        name = f"{namespace}-widget"
+        try:
+            await _a_kind_the_member_does_not_serve_is_reported_on_its_work(stack, name)
+        finally:
+            await _delete_and_wait(stack, WORK_GVK, name, "karmada-es-member1")
+
+
+async def _a_kind_the_member_does_not_serve_is_reported_on_its_work(
+    stack: Stack, name: str
+) -> None:
+    widget = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": stack.namespace},
+    }
+    work = {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {"name": name, "namespace": "karmada-es-member1"},
+        "spec": {"workload": {"manifests": [widget]}},
+    }
+    await _create_work(stack, work)
+
+    async def refused() -> Condition | None:
+        current = await stack.host.get(WORK_GVK, name, namespace="karmada-es-member1")
+        condition = get_condition(current, WORK_APPLIED_CONDITION)
+        # Skip the verdicts of a manager that has not seen member1 Ready yet.
+        if not condition or condition.get("status") != "False" or "ready" in condition["message"]:
+            return None
+        return condition
+
+    condition = await eventually(refused, timeout=60, interval=0.3)
+    assert "no resource is served for example.com/v1, Kind=Widget" in condition["message"]
+    await propagates(stack, "web")
+
+
+async def _create_work(stack: Stack, work: dict[str, Any]) -> None:
+    # A fresh host may not have the execution namespace yet: the cluster controller makes it.
+    async def created() -> bool:
+        try:
+            await stack.host.create(work)
+        except NotFound:
+            return False
+        return True
+
+    await eventually(created, timeout=60, interval=0.3)
+
+
+async def _delete_and_wait(stack: Stack, gvk: GVK, name: str, namespace: str | None = None) -> None:
+    """Delete an object and wait until its finalizers (ours, while running) let it go."""
+    with contextlib.suppress(NotFound):
+        await stack.host.delete(gvk, name, namespace=namespace)
+
+    async def gone() -> bool:
+        try:
+            await stack.host.get(gvk, name, namespace=namespace)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(gone, timeout=60, interval=0.3)
 
 
 async def _applied(stack: Stack, cluster: str, template: str, status: str) -> Condition:
@@ -227,14 +300,4 @@ async def _remove_cluster(stack: Stack, name: str) -> None:
     """Delete the Cluster (the running cluster controller releases it) and its Secret."""
     with contextlib.suppress(NotFound):
         await stack.host.delete(SECRET, name, namespace="karmada-cluster")
-    with contextlib.suppress(NotFound):
-        await stack.host.delete(CLUSTER_GVK, name)
-
-    async def gone() -> bool:
-        try:
-            await stack.host.get(CLUSTER_GVK, name)
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone, timeout=60, interval=0.3)
+    await _delete_and_wait(stack, CLUSTER_GVK, name)

@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 
+from controllers.cluster.status import ClusterStatusOptions
 from controllers.interpreter.cli import add_interpret_parser
 from reconcile import ConfigError, LeadershipLost, ManagerOptions, configure_logging
 from testenv.cli import add_testenv_parser
 
 __all__ = ["main"]
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
+_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _duration(text: str) -> float:
+    """Seconds from a Go duration (``30s``, ``1m30s``, ``500ms``) or a plain number of seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30s, 1m, 500ms)")
+    return sum(float(number) * _SECONDS[unit] for number, unit in parts)
 
 
 def _member_kubeconfigs(values: Sequence[str]) -> dict[str, Path]:
@@ -48,9 +65,40 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
         metavar="NAME=PATH",
         help="reach member NAME with a kubeconfig instead of its Cluster's Secret (local use)",
     )
+    _add_cluster_status_flags(parser)
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=_controller_manager)
+
+
+def _add_cluster_status_flags(parser: argparse.ArgumentParser) -> None:
+    defaults = ClusterStatusOptions()
+    parser.add_argument(
+        "--cluster-status-update-frequency",
+        type=_duration,
+        default=defaults.update_frequency,
+        help="how often each member is probed (default 10s)",
+    )
+    parser.add_argument(
+        "--cluster-failure-threshold",
+        type=_duration,
+        default=defaults.failure_threshold,
+        help="how long a member must fail its probes before it is not Ready (default 30s)",
+    )
+    parser.add_argument(
+        "--cluster-success-threshold",
+        type=_duration,
+        default=defaults.success_threshold,
+        help="how long a member must pass its probes before it is Ready again (default 30s)",
+    )
+
+
+def _cluster_status(args: argparse.Namespace) -> ClusterStatusOptions:
+    return ClusterStatusOptions(
+        update_frequency=args.cluster_status_update_frequency,
+        failure_threshold=args.cluster_failure_threshold,
+        success_threshold=args.cluster_success_threshold,
+    )
 
 
 def _controller_manager(args: argparse.Namespace) -> int:
@@ -72,6 +120,7 @@ def _controller_manager(args: argparse.Namespace) -> int:
                 controllers=[c.strip() for c in args.controllers.split(",") if c.strip()],
                 options=options,
                 member_kubeconfigs=_member_kubeconfigs(args.member_kubeconfig),
+                cluster_status=_cluster_status(args),
             )
         )
     except (ConfigError, ValueError, argparse.ArgumentTypeError) as error:

@@ -6,7 +6,8 @@ host (``manager.client`` reads from the cache, ``manager.api_reader`` reads live
 ``context.members`` for member clusters (``members.get(name)`` → a ``reconcile.Cluster`` with
 ``client``, ``cache`` and ``api_reader``, or None while the member is not connected), and
 ``context.interpreter`` for every question about a kind (replicas, revise, retain, status, health,
-dependencies).
+dependencies). ``context.cluster_status`` holds the probe frequency and the Ready thresholds of the
+cluster-status controller.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controllers.cluster.registry import MemberRegistry
+from controllers.cluster.status import ClusterStatusOptions
 from controllers.interpreter.facade import Interpreter
 from reconcile import EventRecorder, Manager
 
@@ -27,6 +29,7 @@ class Context:
     manager: Manager
     members: MemberRegistry
     interpreter: Interpreter = field(default_factory=Interpreter)
+    cluster_status: ClusterStatusOptions = field(default_factory=ClusterStatusOptions)
 
     def recorder(self, controller: str) -> EventRecorder:
         """An EventRecorder for ``controller`` (events on templates, bindings, Works, Clusters)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from controllers.cluster import (
+    ClusterStatusOptions,
     MemberRegistry,
     setup_cluster_controller,
     setup_cluster_status_controller,
@@ -31,7 +32,7 @@ def _cluster(context: Context) -> None:
 
 
 def _cluster_status(context: Context) -> None:
-    setup_cluster_status_controller(context.manager, context.members)
+    setup_cluster_status_controller(context.manager, context.members, context.cluster_status)
 
 
 def _lazy(target: str) -> Setup:
@@ -80,14 +81,18 @@ def build(
     controllers: Sequence[str] | None = None,
     member_kubeconfigs: Mapping[str, Path] | None = None,
     scratch: Path | None = None,
+    cluster_status: ClusterStatusOptions | None = None,
 ) -> Context:
     """Set up the selected controllers on ``manager`` and return their shared Context.
+
+    ``cluster_status`` sets how often members are probed and how long a change of their health
+    takes to show in their Ready condition (default: Karmada's 10 s, 30 s, 30 s).
 
     Raises:
         ValueError: an unknown controller name.
     """
     registry = MemberRegistry(manager, kubeconfigs=member_kubeconfigs, scratch=scratch)
-    context = Context(manager, registry)
+    context = Context(manager, registry, cluster_status=cluster_status or ClusterStatusOptions())
     for name in _selected(controllers):
         CONTROLLERS[name](context)
     return context
@@ -100,6 +105,7 @@ async def run_controller_manager(
     controllers: Sequence[str] | None = None,
     options: ManagerOptions | None = None,
     member_kubeconfigs: Mapping[str, Path] | None = None,
+    cluster_status: ClusterStatusOptions | None = None,
 ) -> None:
     """Run the controllers against the host until SIGTERM/SIGINT.
 
@@ -108,5 +114,10 @@ async def run_controller_manager(
         LeadershipLost: leader election was on and the Lease was lost.
     """
     manager = await Manager.from_kubeconfig(kubeconfig, context=context, options=options)
-    build(manager, controllers=controllers, member_kubeconfigs=member_kubeconfigs)
+    build(
+        manager,
+        controllers=controllers,
+        member_kubeconfigs=member_kubeconfigs,
+        cluster_status=cluster_status,
+    )
     await manager.run_until_signalled()

@@ -1,9 +1,14 @@
 """cluster holds the member-cluster side of the controllers: connections, namespaces, health."""
 
-from controllers.cluster.controller import ClusterController, setup_cluster_controller
+from controllers.cluster.controller import (
+    MEMBER_CONFIG_INVALID,
+    ClusterController,
+    setup_cluster_controller,
+)
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.status import (
     ClusterStatusController,
+    ClusterStatusOptions,
     Health,
     probe,
     setup_cluster_status_controller,
@@ -12,7 +17,9 @@ from controllers.cluster.status import (
 __all__ = [
     "ClusterController",
     "ClusterStatusController",
+    "ClusterStatusOptions",
     "Health",
+    "MEMBER_CONFIG_INVALID",
     "MemberConfigError",
     "MemberRegistry",
     "probe",

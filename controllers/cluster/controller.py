@@ -3,7 +3,10 @@
 For every Cluster: the finalizer ``karmada.io/cluster-controller``, the namespace
 ``karmada-es-<name>`` that holds its Works, and a registered member client and cache. When a Cluster
 is deleted: its Works are deleted (the execution controller then removes their member objects),
-and once none is left the namespace, the member connection and the finalizer go.
+and once none is left the namespace, the member connection and the finalizer go. A Cluster that
+does not say how to reach its member (no endpoint, a missing Secret, ...) gets a Warning Event
+``MemberConfigInvalid`` saying why (the cluster-status controller also says it in Ready) and is
+looked at again later.
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ from reconcile import (
     remove_finalizer,
 )
 
-__all__ = ["ClusterController", "setup_cluster_controller"]
+__all__ = ["MEMBER_CONFIG_INVALID", "ClusterController", "setup_cluster_controller"]
 
 NAMESPACE: Final = GVK("", "v1", "Namespace")
 DELETION_POLL: Final = 2.0
+CONFIG_RETRY: Final = 30.0
+MEMBER_CONFIG_INVALID: Final = "MemberConfigInvalid"
+"""Reason of the Warning Event on a Cluster whose member cannot be connected to as configured."""
 
 
 class ClusterController:
@@ -43,6 +49,7 @@ class ClusterController:
     def __init__(self, manager: Manager, registry: MemberRegistry) -> None:
         self.client = manager.client
         self.registry = registry
+        self.recorder = manager.event_recorder("reconcile-cluster")
 
     async def reconcile(self, request: Request) -> Result | None:
         """Bring one Cluster's namespace and member connection in line with the object."""
@@ -58,9 +65,10 @@ class ClusterController:
         await self._ensure_namespace(execution_namespace(request.name))
         try:
             await self.registry.ensure(cluster)
-        except MemberConfigError:
-            # The status controller reports it in the Ready condition; look again later.
-            return Result(requeue_after=30)
+        except MemberConfigError as error:
+            # The status controller reports it in the Ready condition too; look again later.
+            self.recorder.event(cluster, "Warning", MEMBER_CONFIG_INVALID, str(error))
+            return Result(requeue_after=CONFIG_RETRY)
         return None
 
     async def _ensure_namespace(self, name: str) -> None:

@@ -6,13 +6,17 @@ cluster name may be given instead. The registry adds the member to the manager a
 ``reconcile.Cluster`` (so controllers can watch it) and replaces it when its connection details
 change, removes it when the Cluster goes. TLS verification stays on: a Cluster asking for
 ``insecureSkipTLSVerification`` is refused with a clear error.
+
+A new connection comes with a new cache, whose informers start empty: controllers that watch
+member objects through it subscribe (``on_connected``) to hear of every (re)connection and look at
+that member's objects again.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,11 @@ class MemberRegistry:
         self.kubeconfigs = dict(kubeconfigs or {})
         self._scratch = scratch
         self._fingerprints: dict[str, str] = {}
+        self._listeners: list[Callable[[str], None]] = []
+
+    def on_connected(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(name)`` each time member ``name`` gets a new client and cache."""
+        self._listeners.append(listener)
 
     def get(self, name: str) -> Cluster | None:
         """The member called ``name``, or None while it is not (yet) registered."""
@@ -69,6 +78,8 @@ class MemberRegistry:
         self.remove(name)
         member = self.manager.add_cluster(name, config)
         self._fingerprints[name] = fingerprint
+        for listener in self._listeners:
+            listener(name)
         return member
 
     def remove(self, name: str) -> None:

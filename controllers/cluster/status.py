@@ -1,13 +1,16 @@
 """ClusterStatusController probes each member and reports it in its Cluster's status.
 
-Every ``interval`` seconds (default 10): GET ``/readyz`` on the member (``/healthz`` when the server
-has no readyz), then the condition Ready is True/ClusterReady, False/ClusterNotReady (an answer
-other than 200) or False/ClusterNotReachable (no answer). A change of health flips the condition
-only after it persisted for the success or failure threshold (Karmada's debouncing), so one lost
-probe does not evict workloads. While ready, the status also carries the member's
-kubernetesVersion, apiEnablements (its discovery), nodeSummary and resourceSummary (allocatable from
-nodes, allocated from the requests of pods that are not finished). The status is written only
-when it changed.
+Every ``update_frequency`` seconds (default 10): GET ``/readyz`` on the member (``/healthz`` when
+the server has no readyz), then the condition Ready is True/ClusterReady, False/ClusterNotReady
+(an answer other than 200) or False/ClusterNotReachable (no answer, or no usable connection
+details). A change of health flips the condition only after it persisted for the success
+threshold (to True) or the failure threshold (to False), 30 s each by default (Karmada's
+debouncing), so one lost probe does not evict workloads. The three durations are
+``ClusterStatusOptions`` (Karmada's ``--cluster-status-update-frequency``,
+``--cluster-success-threshold`` and ``--cluster-failure-threshold``). While ready, the status also
+carries the member's kubernetesVersion, apiEnablements (its discovery), nodeSummary and
+resourceSummary (allocatable from nodes, allocated from the requests of pods that are not
+finished). The status is written only when it changed.
 """
 
 from __future__ import annotations
@@ -42,13 +45,41 @@ from reconcile import (
     set_condition,
 )
 
-__all__ = ["ClusterStatusController", "Health", "probe", "setup_cluster_status_controller"]
+__all__ = [
+    "ClusterStatusController",
+    "ClusterStatusOptions",
+    "Health",
+    "probe",
+    "setup_cluster_status_controller",
+]
 
 NODE: Final = GVK("", "v1", "Node")
 POD: Final = GVK("", "v1", "Pod")
-DEFAULT_INTERVAL: Final = 10.0
+DEFAULT_UPDATE_FREQUENCY: Final = 10.0
 DEFAULT_THRESHOLD: Final = 30.0
 PROBE_TIMEOUT: Final = 5.0
+
+
+@dataclass(frozen=True)
+class ClusterStatusOptions:
+    """How often members are probed, and how long a change of health must last to show.
+
+    All in seconds. ``failure_threshold`` delays Ready True → False, ``success_threshold``
+    False → True; 0 flips at the first probe that disagrees.
+
+    Raises:
+        ValueError: a duration is negative, or the update frequency is not positive.
+    """
+
+    update_frequency: float = DEFAULT_UPDATE_FREQUENCY
+    failure_threshold: float = DEFAULT_THRESHOLD
+    success_threshold: float = DEFAULT_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if self.update_frequency <= 0:
+            raise ValueError(f"update frequency must be positive, got {self.update_frequency}")
+        if self.failure_threshold < 0 or self.success_threshold < 0:
+            raise ValueError("cluster success and failure thresholds must not be negative")
 
 
 @dataclass(frozen=True)
@@ -81,20 +112,17 @@ class _Observation:
 
 
 class ClusterStatusController:
-    """Reconciles a Cluster's status from probes of its member; looks again every interval."""
+    """Reconciles a Cluster's status from probes of its member; probes again periodically."""
 
     def __init__(
         self,
         manager: Manager,
         registry: MemberRegistry,
-        *,
-        interval: float = DEFAULT_INTERVAL,
-        threshold: float = DEFAULT_THRESHOLD,
+        options: ClusterStatusOptions | None = None,
     ) -> None:
         self.client = manager.client
         self.registry = registry
-        self.interval = interval
-        self.threshold = threshold
+        self.options = options or ClusterStatusOptions()
         self._observed: dict[str, _Observation] = {}
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -113,7 +141,7 @@ class ClusterStatusController:
         self._set_ready(updated, self._debounced(request.name, cluster, health))
         if updated["status"] != cluster.get("status"):
             await self.client.update_status(updated)
-        return Result(requeue_after=self.interval)
+        return Result(requeue_after=self.options.update_frequency)
 
     async def _health(self, cluster: dict[str, Any]) -> Health:
         try:
@@ -131,12 +159,17 @@ class ClusterStatusController:
         seen.health = health
         if current is None or current.get("status") == health.status:
             return health  # first report, or no flip: say it at once
-        if now - seen.since >= self.threshold:
+        if now - seen.since >= self._threshold(health):
             return health
         # Not persisted long enough to flip: keep the old verdict (with its old words).
         return Health(
             str(current.get("status")), str(current.get("reason")), str(current.get("message"))
         )
+
+    def _threshold(self, health: Health) -> float:
+        if health.status == "True":
+            return self.options.success_threshold
+        return self.options.failure_threshold
 
     def _set_ready(self, cluster: dict[str, Any], health: Health) -> None:
         set_condition(
@@ -220,9 +253,9 @@ def _resource_summary(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -
 
 
 def setup_cluster_status_controller(
-    manager: Manager, registry: MemberRegistry, **options: float
+    manager: Manager, registry: MemberRegistry, options: ClusterStatusOptions | None = None
 ) -> ClusterStatusController:
-    """Register the cluster status controller with ``manager``."""
-    reconciler = ClusterStatusController(manager, registry, **options)
+    """Register the cluster status controller with ``manager`` (default options: Karmada's)."""
+    reconciler = ClusterStatusController(manager, registry, options)
     controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status").complete(reconciler)
     return reconciler

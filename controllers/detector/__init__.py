@@ -42,12 +42,17 @@ from controllers.detector.matching import (
     release_changes,
     spec_changed,
 )
-from controllers.detector.policies import PolicyReconciler, ensure_policy_metadata
+from controllers.detector.policies import INVALID_POLICY, PolicyReconciler, ensure_policy_metadata
 from controllers.detector.templates import (
     BindingOwnedElsewhere,
     TemplateReconciler,
     release_claim,
     release_object,
+)
+from controllers.detector.validation import (
+    label_selector_problems,
+    policy_problems,
+    resource_selector_problems,
 )
 
 __all__ = [
@@ -58,6 +63,7 @@ __all__ = [
     "DEFAULT_DISCOVERY_INTERVAL",
     "DEFAULT_WORKERS",
     "DETECTOR_NAME",
+    "INVALID_POLICY",
     "Detector",
     "Discovery",
     "ObjectRef",
@@ -76,14 +82,17 @@ __all__ = [
     "implicit_priority",
     "is_cluster_policy",
     "is_skipped",
+    "label_selector_problems",
     "merge_patch",
     "pending_changes",
     "permanent_id_label",
     "policy_id",
+    "policy_problems",
     "preempts",
     "release_changes",
     "release_claim",
     "release_object",
+    "resource_selector_problems",
     "resource_reference",
     "setup",
     "spec_changed",

@@ -131,7 +131,7 @@ class Detector:
         self.templates = TemplateReconciler(
             manager.client, context.interpreter, recorder, self.discovery
         )
-        self.policies = PolicyReconciler(manager.client, self.discovery, self.enqueue)
+        self.policies = PolicyReconciler(manager.client, self.discovery, self.enqueue, recorder)
         self.cache = manager.cache
         self.queue: WorkQueue[Request] | None = None
 

@@ -5,7 +5,8 @@ ClusterPropagationPolicy whose resource selectors match the template; policies b
 not count. A namespaced policy always beats a cluster policy. Among one kind: higher
 ``spec.priority`` first, then the implicit priority of the best matching selector (by name 3 >
 by label selector 2 > apiVersion and kind only 1; a name makes the label selector ignored), then
-the smaller name.
+the smaller name. A resource selector whose label selector Kubernetes would refuse (``validation``)
+selects nothing.
 
 A template records its policy in claim metadata: the label
 ``propagationpolicy.karmada.io/permanent-id`` (the policy's own label of that name, a uuid) and
@@ -34,6 +35,7 @@ from controllers.api import (
     propagation_spec,
 )
 from controllers.binding import PRIORITY_MISMATCH, selectors_priority
+from controllers.detector.validation import resource_selector_problems
 from reconcile import (
     annotations_of,
     is_being_deleted,
@@ -119,7 +121,8 @@ def implicit_priority(policy: Obj, template: Obj) -> int:
     if not is_cluster_policy(policy) and namespace_of(template) != namespace_of(policy):
         return PRIORITY_MISMATCH
     selectors = propagation_spec(policy).get("resourceSelectors") or []
-    return selectors_priority(template, selectors)
+    valid = [s for s in selectors if not resource_selector_problems(s)]
+    return selectors_priority(template, valid)
 
 
 def _rank(policy: Obj, template: Obj) -> tuple[int, int, int, str]:

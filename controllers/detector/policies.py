@@ -7,14 +7,16 @@ every template it selects (so unclaimed ones get claimed, and preemption is deci
 template it claimed (found through the bindings carrying its id, so a template it no longer
 selects is released). A policy being deleted releases its claims from bindings and templates —
 the bindings, Works and member objects stay, as in Karmada — enqueues those templates (another
-policy may take them), and then drops its finalizer.
+policy may take them), and then drops its finalizer. A policy that Karmada's webhook would refuse
+(``validation``: label selectors Kubernetes would not accept) gets a Warning Event
+``InvalidPolicy`` naming each problem; its invalid resource selectors select nothing.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -35,9 +37,11 @@ from controllers.detector.matching import (
     policy_id,
 )
 from controllers.detector.templates import release_claim, release_object
+from controllers.detector.validation import policy_problems
 from reconcile import (
     GVK,
     CachedClient,
+    EventRecorder,
     NoKindMatch,
     NotFound,
     add_finalizer,
@@ -47,7 +51,10 @@ from reconcile import (
     remove_finalizer,
 )
 
-__all__ = ["PolicyReconciler", "ensure_policy_metadata"]
+__all__ = ["INVALID_POLICY", "PolicyReconciler", "ensure_policy_metadata"]
+
+INVALID_POLICY: Final = "InvalidPolicy"
+"""Reason of the Warning Event on a policy that Karmada's webhook would refuse."""
 
 log = structlog.get_logger("controllers.detector")
 
@@ -82,10 +89,17 @@ def _reference(binding: Obj) -> ObjectRef | None:
 class PolicyReconciler:
     """Keeps policies identified and their claims consistent; hands templates to ``enqueue``."""
 
-    def __init__(self, client: CachedClient, discovery: Discovery, enqueue: Enqueue) -> None:
+    def __init__(
+        self,
+        client: CachedClient,
+        discovery: Discovery,
+        enqueue: Enqueue,
+        recorder: EventRecorder | None = None,
+    ) -> None:
         self.client = client
         self.discovery = discovery
         self.enqueue = enqueue
+        self.recorder = recorder
 
     async def reconcile(self, ref: ObjectRef) -> None:
         """Handle one policy's creation, change or deletion.
@@ -105,8 +119,18 @@ class PolicyReconciler:
         if ensure_policy_metadata(policy, str(uuid.uuid4())):
             # An RV-checked update: two writers can never give one policy two ids.
             policy = await self.client.update(policy)
+        self._report_problems(policy)
         for template in {*await self._claimed(policy), *await self._selected(policy)}:
             self.enqueue(template)
+
+    def _report_problems(self, policy: Obj) -> None:
+        problems = policy_problems(policy)
+        if not problems:
+            return
+        message = f"the policy is invalid: {'; '.join(problems)}"
+        log.warning("invalid policy", policy=name_of(policy), problems=problems)
+        if self.recorder is not None:
+            self.recorder.event(policy, "Warning", INVALID_POLICY, message)
 
     async def _bindings(self, policy: Obj) -> list[Obj]:
         """The bindings carrying the policy's claim."""

@@ -21,7 +21,8 @@ A Work in ``karmada-es-<cluster>`` holds whole objects for the member ``<cluster
 Member objects are watched through label-scoped informers (``source.ManagedObjects``), added the
 first time a Work of that kind is reconciled for that member (and again when the member connection
 is replaced): a deleted or edited member object enqueues its Work, which re-creates or reverts it,
-and a status change refreshes ``manifestStatuses``.
+and a status change refreshes ``manifestStatuses``. Every (re)connection of a member enqueues all
+its Works, so the watches of a new connection are set up without waiting for a Work to change.
 
 A deleted Work deletes its member objects (only those managed by it), or with
 ``spec.preserveResourcesOnDeletion`` only strips Karmada's labels and annotations from them; an
@@ -267,7 +268,16 @@ class ExecutionController:
 
     def works_of_cluster(self, cluster: Obj) -> list[Request]:
         """The Works of a Cluster's execution namespace, from the host's Work informer."""
-        namespace = execution_namespace(name_of(cluster))
+        return self._works_of(name_of(cluster))
+
+    def member_connected(self, name: str) -> None:
+        """Enqueue the Works of member ``name``, which has a new connection and cache."""
+        if self.watches.controller is not None:
+            for request in self._works_of(name):
+                self.watches.controller.queue.add(request)
+
+    def _works_of(self, cluster: str) -> list[Request]:
+        namespace = execution_namespace(cluster)
         indexer = self.host_cache.get_informer(WORK_GVK).indexer
         keys = indexer.index_keys(NAMESPACE_INDEX, namespace)
         return [Request(ObjectKey.parse(key).name, namespace) for key in keys]
@@ -485,6 +495,7 @@ def setup_execution_controller(context: Context) -> ExecutionController:
         .with_options(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
         .complete(reconciler)
     )
+    context.members.on_connected(reconciler.member_connected)
     return reconciler
 
 

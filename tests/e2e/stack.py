@@ -8,6 +8,8 @@ from typing import Any
 
 import anyio
 
+from controllers.api import CLUSTER_GVK, cluster_status, is_cluster_ready
+from controllers.cluster import ClusterStatusOptions
 from controllers.context import Context
 from controllers.controllermanager import build
 from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
@@ -63,8 +65,12 @@ class Stack:
 
 
 @asynccontextmanager
-async def running(env: Environment, namespace: str) -> AsyncIterator[Stack]:
-    """The whole controller-manager on the host, and clients of every cluster."""
+async def running(
+    env: Environment, namespace: str, *, health: ClusterStatusOptions | None = None
+) -> AsyncIterator[Stack]:
+    """The whole controller-manager on the host, and clients of every cluster; yields once every
+    member is Ready with its API enablements known (else a fresh session's first template could
+    be scheduled before a member is known to serve it)."""
     host = await client_of(env.host)
     members = {name: await client_of(env.members[name]) for name in MEMBERS}
     for name, member in members.items():
@@ -74,15 +80,25 @@ async def running(env: Environment, namespace: str) -> AsyncIterator[Stack]:
         env.host.kubeconfig, temp_dir=env.host.directory / "client"
     )
     manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
-    context = build(manager, scratch=env.host.directory / "client")
+    context = build(manager, scratch=env.host.directory / "client", cluster_status=health)
     try:
         async with anyio.create_task_group() as group:
             await group.start(manager.start)
+            await eventually(lambda: members_ready(host), timeout=60, interval=0.2)
             yield Stack(env, host, members, namespace, context)
             manager.stop()
     finally:
         for client in (host, *members.values()):
             await client.close()
+
+
+async def members_ready(host: Client) -> bool:
+    """Whether every member's Cluster is Ready and lists the APIs it serves."""
+    for name in MEMBERS:
+        cluster = await host.get(CLUSTER_GVK, name)
+        if not is_cluster_ready(cluster) or not cluster_status(cluster).get("apiEnablements"):
+            return False
+    return True
 
 
 async def has_namespace(client: Client, name: str) -> bool:

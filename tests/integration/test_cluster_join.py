@@ -12,6 +12,7 @@ import pytest_asyncio
 
 from controllers.api import CLUSTER_GVK, crd_paths
 from controllers.cluster import (
+    ClusterStatusOptions,
     MemberRegistry,
     setup_cluster_controller,
     setup_cluster_status_controller,
@@ -82,7 +83,7 @@ async def test_join_then_the_controllers_connect_with_the_token_and_report_statu
     )
     registry = MemberRegistry(manager, scratch=host.directory / "client")
     setup_cluster_controller(manager, registry)
-    setup_cluster_status_controller(manager, registry, interval=0.5, threshold=0)
+    setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
     async with anyio.create_task_group() as group:
         await group.start(manager.start)
         cluster = await eventually(lambda: _ready(host_client, "member1"), timeout=30)
@@ -138,7 +139,7 @@ async def test_insecure_clusters_are_refused_with_a_clear_condition(
     )
     registry = MemberRegistry(manager)
     setup_cluster_controller(manager, registry)
-    setup_cluster_status_controller(manager, registry, interval=0.5, threshold=0)
+    setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
     async with anyio.create_task_group() as group:
         await group.start(manager.start)
 

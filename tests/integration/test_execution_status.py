@@ -36,6 +36,7 @@ from controllers.api import (
     execution_namespace,
 )
 from controllers.cluster import (
+    ClusterStatusOptions,
     MemberRegistry,
     setup_cluster_controller,
     setup_cluster_status_controller,
@@ -253,7 +254,7 @@ async def federation(env: Environment, namespace: str) -> AsyncIterator[Federati
         )
         context = Context(manager, registry)
         setup_cluster_controller(manager, registry)
-        setup_cluster_status_controller(manager, registry, interval=1, threshold=0)
+        setup_cluster_status_controller(manager, registry, ClusterStatusOptions(1, 0, 0))
         controllers.execution.setup(context)
         controllers.status.setup(context)
         fed = Federation(host, members, registry, namespace)

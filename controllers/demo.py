@@ -23,6 +23,7 @@ from controllers.api import (
     execution_namespace,
 )
 from controllers.binding import binding_name, work_name
+from controllers.cluster import clusters_ready
 from controllers.controllermanager import build
 from controllers.join import join_cluster
 from reconcile import (
@@ -141,6 +142,9 @@ async def _propagate(env: Environment, started: float) -> list[list[str]]:
         async with anyio.create_task_group() as group:
             await group.start(manager.start)
             _say("controller-manager started (all controllers, in-process)", started)
+            # Scheduled while one member is not Ready yet, the 2:1 split would all go to the other.
+            await _until("both members Ready", lambda: clusters_ready(host, members), deadline)
+            _say("member1 and member2 are Ready (their served APIs known)", started)
             await host.create(NGINX)
             await host.create(POLICY)
             _say("created Deployment default/nginx (3 replicas) and PropagationPolicy 2:1", started)

@@ -10,6 +10,7 @@ from controllers.cluster.status import (
     ClusterStatusController,
     ClusterStatusOptions,
     Health,
+    clusters_ready,
     probe,
     setup_cluster_status_controller,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "MEMBER_CONFIG_INVALID",
     "MemberConfigError",
     "MemberRegistry",
+    "clusters_ready",
     "probe",
     "setup_cluster_controller",
     "setup_cluster_status_controller",

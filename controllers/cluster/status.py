@@ -29,6 +29,7 @@ from controllers.api import (
     CLUSTER_READY_REASON,
     READY_CONDITION,
     cluster_status,
+    is_cluster_ready,
 )
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from reconcile import (
@@ -49,6 +50,7 @@ __all__ = [
     "ClusterStatusController",
     "ClusterStatusOptions",
     "Health",
+    "clusters_ready",
     "probe",
     "setup_cluster_status_controller",
 ]
@@ -259,3 +261,16 @@ def setup_cluster_status_controller(
     reconciler = ClusterStatusController(manager, registry, options)
     controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status").complete(reconciler)
     return reconciler
+
+
+async def clusters_ready(host: Client, names: Iterable[str]) -> bool:
+    """Whether each named Cluster is Ready and lists the APIs it serves: only then does the
+    scheduler consider it, and a Divided binding is not spread again once scheduled."""
+    for name in names:
+        try:
+            cluster = await host.get(CLUSTER_GVK, name)
+        except NotFound:
+            return False
+        if not is_cluster_ready(cluster) or not cluster_status(cluster).get("apiEnablements"):
+            return False
+    return True

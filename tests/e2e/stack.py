@@ -8,8 +8,7 @@ from typing import Any
 
 import anyio
 
-from controllers.api import CLUSTER_GVK, cluster_status, is_cluster_ready
-from controllers.cluster import ClusterStatusOptions
+from controllers.cluster import ClusterStatusOptions, clusters_ready
 from controllers.context import Context
 from controllers.controllermanager import build
 from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
@@ -84,21 +83,12 @@ async def running(
     try:
         async with anyio.create_task_group() as group:
             await group.start(manager.start)
-            await eventually(lambda: members_ready(host), timeout=60, interval=0.2)
+            await eventually(lambda: clusters_ready(host, MEMBERS), timeout=60, interval=0.2)
             yield Stack(env, host, members, namespace, context)
             manager.stop()
     finally:
         for client in (host, *members.values()):
             await client.close()
-
-
-async def members_ready(host: Client) -> bool:
-    """Whether every member's Cluster is Ready and lists the APIs it serves."""
-    for name in MEMBERS:
-        cluster = await host.get(CLUSTER_GVK, name)
-        if not is_cluster_ready(cluster) or not cluster_status(cluster).get("apiEnablements"):
-            return False
-    return True
 
 
 async def has_namespace(client: Client, name: str) -> bool:

@@ -11,12 +11,10 @@ answers, so the test also sees the webhook was asked.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -30,10 +28,10 @@ from reconcile import GVK, NotFound
 from testenv import Environment, eventually
 from testenv.certs import CertificateAuthority
 from tests.e2e.stack import MEMBERS, Stack, running
+from tests.workload_example import EXAMPLE, SERVER
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "workload-interpreter"
 WORKLOAD = GVK("workload.example.io", "v1alpha1", "Workload")
 NAME = "nginx"
 BINDING = "nginx-workload"
@@ -43,21 +41,6 @@ OPERATIONS = (
     Operation.RETAIN,
     Operation.AGGREGATE_STATUS,
 )
-
-
-def _load_example_server() -> ModuleType:
-    # The directory name has a dash: not a package, so load the file itself.
-    spec = importlib.util.spec_from_file_location(
-        "workload_interpreter_server", EXAMPLE / "server.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-SERVER = _load_example_server()
 
 
 def _manifest(name: str) -> dict[str, Any]:

@@ -9,7 +9,6 @@ prove they are valid.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import socket
 import subprocess
@@ -18,7 +17,6 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anyio
@@ -56,27 +54,12 @@ from controllers.interpreter.webhook import (
 from reconcile import GVK
 from testenv import ControlPlane, RequestError
 from testenv.certs import CertificateAuthority
+from tests.workload_example import EXAMPLE, SERVER
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "workload-interpreter"
 WORKLOAD_GVK = GVK("workload.example.io", "v1alpha1", "Workload")
 FOUR_OPERATIONS = ["InterpretReplica", "ReviseReplica", "Retain", "AggregateStatus"]
-
-
-def _load_example_server() -> ModuleType:
-    # The directory name has a dash: not a package, so load the file itself.
-    spec = importlib.util.spec_from_file_location(
-        "workload_interpreter_server", EXAMPLE / "server.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-SERVER = _load_example_server()
 
 
 def _workload(**spec: Any) -> dict[str, Any]:

@@ -102,6 +102,7 @@ from reconcile.labels import (
     Selector,
     parse_selector,
     selector_from_label_selector,
+    validate_label_selector,
 )
 from reconcile.leaderelection import (
     DEFAULT_LEASE_DURATION,
@@ -442,4 +443,5 @@ __all__ = [
     "set_owner_reference",
     "strip_managed_fields",
     "uid_of",
+    "validate_label_selector",
 ]

@@ -3,6 +3,8 @@
 Two spellings reach us: the string form of ``?labelSelector=`` (``app=web,tier!=db,env in (a,b),
 !legacy``) and the LabelSelector object of specs (``matchLabels`` plus ``matchExpressions`` with
 In/NotIn/Exists/DoesNotExist). Both become a ``Selector``; an empty selector matches everything.
+``validate_label_selector`` checks a LabelSelector as the apiserver does those of built-in kinds
+(a CRD's schema may let through what it would refuse).
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["Requirement", "Selector", "parse_selector", "selector_from_label_selector"]
+__all__ = [
+    "Requirement",
+    "Selector",
+    "parse_selector",
+    "selector_from_label_selector",
+    "validate_label_selector",
+]
 
 _OPERATORS: Final = ("in", "notin", "exists", "doesnotexist", "=", "!=")
 _SET = re.compile(
@@ -119,3 +127,90 @@ def selector_from_label_selector(spec: Mapping[str, Any] | None) -> Selector:
             raise ValueError(f"operator {expression['operator']} needs values")
         requirements.append(Requirement(expression["key"], operator, values))
     return Selector(tuple(requirements))
+
+
+_NAME: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN: Final = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_NAME_MAX: Final = 63
+_PREFIX_MAX: Final = 253
+_VALUES_REQUIRED: Final = ("In", "NotIn")
+_VALUES_FORBIDDEN: Final = ("Exists", "DoesNotExist")
+
+_NAME_RULE: Final = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_VALUE_RULE: Final = (
+    "a valid label value must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character"
+)
+
+
+def _key_problem(key: object) -> str | None:
+    """Why ``key`` is no qualified name (``[prefix/]name``), None when it is one."""
+    if not isinstance(key, str):
+        return "must be a string"
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > _PREFIX_MAX or not _DNS_SUBDOMAIN.match(prefix)):
+        return "the prefix must be a lowercase DNS subdomain (at most 253 characters)"
+    if not name or len(name) > _NAME_MAX or not _NAME.match(name):
+        return f"the name part {_NAME_RULE} (at most 63 characters)"
+    return None
+
+
+def _value_problem(value: object) -> str | None:
+    if not isinstance(value, str):
+        return "must be a string"
+    if value and (len(value) > _NAME_MAX or not _NAME.match(value)):
+        return f"{_VALUE_RULE} (at most 63 characters)"
+    return None
+
+
+def _labels_problems(labels: Mapping[str, Any], path: str) -> list[str]:
+    problems = []
+    for key, value in labels.items():
+        if (why := _key_problem(key)) is not None:
+            problems.append(f"{path}: Invalid value: {key!r}: {why}")
+        if (why := _value_problem(value)) is not None:
+            problems.append(f"{path}[{key}]: Invalid value: {value!r}: {why}")
+    return problems
+
+
+def _requirement_problems(requirement: Mapping[str, Any], path: str) -> list[str]:
+    problems = []
+    operator, values = requirement.get("operator"), requirement.get("values") or []
+    if operator in _VALUES_REQUIRED and not values:
+        problems.append(
+            f"{path}.values: Required value: must be specified when `operator` is 'In' or 'NotIn'"
+        )
+    elif operator in _VALUES_FORBIDDEN and values:
+        problems.append(
+            f"{path}.values: Forbidden: may not be specified when `operator` is 'Exists' or "
+            "'DoesNotExist'"
+        )
+    elif operator not in (*_VALUES_REQUIRED, *_VALUES_FORBIDDEN):
+        problems.append(f"{path}.operator: Invalid value: {operator!r}: not a valid operator")
+    if (why := _key_problem(requirement.get("key"))) is not None:
+        problems.append(f"{path}.key: Invalid value: {requirement.get('key')!r}: {why}")
+    for index, value in enumerate(values):
+        if (why := _value_problem(value)) is not None:
+            problems.append(f"{path}.values[{index}]: Invalid value: {value!r}: {why}")
+    return problems
+
+
+def validate_label_selector(selector: Mapping[str, Any] | None, path: str) -> list[str]:
+    """What apimachinery's ValidateLabelSelector finds wrong with the LabelSelector ``selector``
+    at ``path``, one message per problem in its words (empty: nothing).
+
+    matchLabels keys must be qualified names and values label values; a matchExpressions entry
+    needs a known operator, values exactly when it is In or NotIn, a qualified-name key and
+    label-value values.
+    """
+    if not selector:
+        return []
+    problems = _labels_problems(selector.get("matchLabels") or {}, f"{path}.matchLabels")
+    for index, requirement in enumerate(selector.get("matchExpressions") or []):
+        problems += _requirement_problems(requirement, f"{path}.matchExpressions[{index}]")
+    return problems

@@ -50,7 +50,6 @@ from controllers.detector.templates import (
     release_object,
 )
 from controllers.detector.validation import (
-    label_selector_problems,
     policy_problems,
     resource_selector_problems,
 )
@@ -82,7 +81,6 @@ __all__ = [
     "implicit_priority",
     "is_cluster_policy",
     "is_skipped",
-    "label_selector_problems",
     "merge_patch",
     "pending_changes",
     "permanent_id_label",

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from controllers.detector import implicit_priority, label_selector_problems, policy_problems
+from controllers.detector import implicit_priority, policy_problems
+from reconcile import validate_label_selector
 
 DEPLOYMENT = {
     "apiVersion": "apps/v1",
@@ -39,7 +40,7 @@ VALID = [
 
 @pytest.mark.parametrize("selector", VALID)
 def test_what_kubernetes_accepts_passes(selector: dict[str, Any]) -> None:
-    assert label_selector_problems(selector, "s") == []
+    assert validate_label_selector(selector, "s") == []
 
 
 INVALID = [
@@ -76,7 +77,7 @@ INVALID = [
 
 @pytest.mark.parametrize(("selector", "expected"), INVALID)
 def test_what_kubernetes_refuses_is_named(selector: dict[str, Any], expected: str) -> None:
-    problems = label_selector_problems(selector, "s")
+    problems = validate_label_selector(selector, "s")
     assert len(problems) == 1
     assert expected in problems[0]
 

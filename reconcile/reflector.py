@@ -222,7 +222,9 @@ class Reflector:
                         return  # the server ended the watch (its timeout): re-watch
                     self._handle(event)
                     continue
-                log.warning("watch inactive, reconnecting", reflector=self.name)
+                # Routine for a kind nobody writes: the apiserver's bookmarks do not always come
+                # within the timeout. A new watch from the same resourceVersion loses nothing.
+                log.debug("watch inactive, reconnecting", reflector=self.name)
                 return
 
     def _handle(self, event: dict[str, Any]) -> None:

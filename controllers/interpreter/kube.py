@@ -28,6 +28,7 @@ __all__ = [
     "get_pod_dependencies",
     "get_resource_quantity",
     "resource_add",
+    "type_name",
 ]
 
 KUBE_FUNCTIONS: Final = (
@@ -43,7 +44,8 @@ class KubeError(Exception):
     """A ``kube`` helper was called with bad arguments; the message is for the script author."""
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """The Lua type name of a value as scripts see it (Python containers are tables)."""
     if value is None:
         return "nil"
     if isinstance(value, bool):
@@ -57,7 +59,7 @@ def _type_name(value: Any) -> str:
 
 def _bad_argument(position: int, function: str, expected: str, value: Any) -> KubeError:
     return KubeError(
-        f"bad argument #{position} to '{function}' ({expected} expected, got {_type_name(value)})"
+        f"bad argument #{position} to '{function}' ({expected} expected, got {type_name(value)})"
     )
 
 

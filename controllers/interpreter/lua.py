@@ -250,15 +250,8 @@ def _clean_message(error: BaseException) -> str:
 
 
 def _lua_type(value: Any) -> str:
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return str(lua51.lua_type(value) or type(value).__name__)
+    # Tables, functions and other values that stayed in Lua; else a converted Python value.
+    return str(lua51.lua_type(value) or kube.type_name(value))
 
 
 def _ref_shape(refs: Sequence[Any]) -> Any:

@@ -9,8 +9,9 @@ name the kind of their object (``keys.ObjectRef``), because it reconciles object
   ClusterResourceBinding;
 - PropagationPolicies and ClusterPropagationPolicies → ``policies.PolicyReconciler``: permanent id
   and finalizer, then the templates they select or claimed are enqueued; deleted → claims released;
-- created and deleted bindings → their template, so a binding removed by hand comes back and one
-  whose template is gone (even while the detector was not running) is deleted;
+- deleted bindings → their template, so a binding removed by hand comes back; created bindings
+  whose template the cache lacks → that template, so the binding of a template deleted while the
+  detector was not running is deleted too;
 - interpreter changes (a customization or webhook configuration loaded, changed or removed) →
   every claimed template of the kinds concerned, whose replicas may now read differently.
 
@@ -46,7 +47,9 @@ from reconcile import (
     Event,
     EventHandler,
     EventType,
+    InformerScope,
     Obj,
+    ObjectKey,
     Request,
     Result,
     WorkQueue,
@@ -99,18 +102,26 @@ def _handler(gvk: GVK) -> EventHandler:
     return EnqueueRequestsFromMapFunc(requests)
 
 
-def _template_of_binding(binding: Obj) -> Iterable[Request]:
+def _template_ref(binding: Obj) -> ObjectRef | None:
     resource = (binding.get("spec") or {}).get("resource") or {}
-    if claim_of(binding) is None or not resource.get("name") or not resource.get("kind"):
-        return []
+    if not resource.get("name") or not resource.get("kind"):
+        return None
     gvk = GVK.from_api_version(str(resource.get("apiVersion", "")), str(resource["kind"]))
-    return [ObjectRef(gvk, str(resource.get("namespace", "")), str(resource["name"])).request()]
+    return ObjectRef(gvk, str(resource.get("namespace", "")), str(resource["name"]))
 
 
-def _created_or_deleted(event: Event) -> bool:
-    # Deleted: the template makes a new one. Created, which includes every binding listed at
-    # start: a template deleted while the detector was not running still has its binding.
-    return event.type in (EventType.CREATE, EventType.DELETE)
+def _template_of_claimed(binding: Obj) -> Iterable[Request]:
+    """A deleted binding's template, if claimed: it makes a new binding."""
+    ref = _template_ref(binding)
+    return [ref.request()] if ref is not None and claim_of(binding) is not None else []
+
+
+def _deleted(event: Event) -> bool:
+    return event.type is EventType.DELETE
+
+
+def _created(event: Event) -> bool:
+    return event.type is EventType.CREATE
 
 
 class Detector:
@@ -139,6 +150,19 @@ class Detector:
         """Queue an object for reconciliation (dropped before the controller is set up)."""
         if self.queue is not None:
             self.queue.add(ref.request())
+
+    def template_if_missing(self, binding: Obj) -> Iterable[Request]:
+        """A created binding's template when the cache does not hold it. Every binding listed at
+        start is created: so is found the binding of a template deleted while the detector was not
+        running (``templates`` deletes it). Present templates are reconciled anyway."""
+        ref = _template_ref(binding)
+        if ref is None:
+            return []
+        informer = self.cache.informers().get(InformerScope(ref.gvk))
+        key = str(ObjectKey(namespace=ref.namespace, name=ref.name))
+        if informer is not None and informer.indexer.get(key) is not None:
+            return []
+        return [ref.request()]
 
     def reinterpret(self, kinds: KindFilter) -> None:
         """Queue every claimed template of ``kinds`` (an interpreter change concerns them)."""
@@ -179,7 +203,8 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
     for gvk in _POLICY_KINDS:
         builder.watches(gvk, _handler(gvk), resource_version_changed)
     for gvk in (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK):
-        builder.watches(gvk, EnqueueRequestsFromMapFunc(_template_of_binding), _created_or_deleted)
+        builder.watches(gvk, EnqueueRequestsFromMapFunc(_template_of_claimed), _deleted)
+        builder.watches(gvk, EnqueueRequestsFromMapFunc(detector.template_if_missing), _created)
     options = ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)
     controller = builder.watches(detector.discovery).with_options(options).complete(detector)
     detector.queue = controller.queue

@@ -67,6 +67,7 @@ from reconcile.event import (
 )
 from reconcile.events import (
     EVENT_GVK,
+    EVENT_MESSAGE_LIMIT,
     EventBroadcaster,
     EventRecorder,
     EventSeverity,
@@ -135,6 +136,8 @@ from reconcile.metrics import (
     WorkQueueMetrics,
 )
 from reconcile.objects import (
+    CONDITION_MESSAGE_LIMIT,
+    TRUNCATED_MARKER,
     AlreadyOwned,
     Condition,
     ConditionStatus,
@@ -162,6 +165,7 @@ from reconcile.objects import (
     set_condition,
     set_controller_reference,
     set_owner_reference,
+    truncate_message,
     uid_of,
 )
 from reconcile.options import (
@@ -266,6 +270,7 @@ __all__ = [
     "BucketRateLimiter",
     "Builder",
     "BuilderError",
+    "CONDITION_MESSAGE_LIMIT",
     "Cache",
     "CacheNotStarted",
     "CacheSyncError",
@@ -304,6 +309,7 @@ __all__ = [
     "DEFAULT_THROTTLE_RETRIES",
     "DURATION_BUCKETS",
     "EVENT_GVK",
+    "EVENT_MESSAGE_LIMIT",
     "EnqueueRequestForObject",
     "EnqueueRequestForOwner",
     "EnqueueRequestsFromMapFunc",
@@ -386,6 +392,7 @@ __all__ = [
     "Source",
     "SourceSyncError",
     "StateSignal",
+    "TRUNCATED_MARKER",
     "TerminalError",
     "TokenBucket",
     "TooManyRequests",
@@ -442,6 +449,7 @@ __all__ = [
     "set_controller_reference",
     "set_owner_reference",
     "strip_managed_fields",
+    "truncate_message",
     "uid_of",
     "validate_label_selector",
 ]

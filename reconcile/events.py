@@ -20,14 +20,17 @@ from anyio.abc import TaskStatus
 
 from reconcile.errors import ApiError, NotFound
 from reconcile.gvk import GVK
+from reconcile.objects import truncate_message
 from reconcile.store import Obj
 
-__all__ = ["EVENT_GVK", "EventBroadcaster", "EventRecorder", "EventSeverity"]
+__all__ = ["EVENT_GVK", "EVENT_MESSAGE_LIMIT", "EventBroadcaster", "EventRecorder", "EventSeverity"]
 
 log = structlog.get_logger("reconcile.events")
 
 EVENT_GVK: Final = GVK("", "v1", "Event")
 DEFAULT_BUFFER: Final = 1000
+EVENT_MESSAGE_LIMIT: Final = 1024
+"""UTF-8 bytes an Event message is cut to (events.k8s.io's note limit; core/v1 shows it too)."""
 
 EventSeverity = Literal["Normal", "Warning"]
 """The ``type`` of a core/v1 Event."""
@@ -169,8 +172,10 @@ class EventRecorder:
     component: str
 
     def event(self, obj: Obj, type: EventSeverity, reason: str, message: str) -> None:
-        """Record that ``reason`` happened to ``obj``; returns at once."""
-        occurrence = _Occurrence(
-            _involved(obj), type, reason, message[:1024], self.component, _now()
-        )
+        """Record that ``reason`` happened to ``obj``; returns at once.
+
+        A message past ``EVENT_MESSAGE_LIMIT`` bytes is truncated with a marker.
+        """
+        message = truncate_message(message, EVENT_MESSAGE_LIMIT, in_bytes=True)
+        occurrence = _Occurrence(_involved(obj), type, reason, message, self.component, _now())
         self.broadcaster._offer(occurrence)

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 from reconcile.gvk import GVK
 
 __all__ = [
+    "CONDITION_MESSAGE_LIMIT",
+    "TRUNCATED_MARKER",
     "AlreadyOwned",
     "Condition",
     "ConditionStatus",
@@ -44,10 +46,17 @@ __all__ = [
     "set_condition",
     "set_controller_reference",
     "set_owner_reference",
+    "truncate_message",
     "uid_of",
 ]
 
 ConditionStatus = Literal["True", "False", "Unknown"]
+
+CONDITION_MESSAGE_LIMIT: Final = 32_768
+"""Characters a condition message may have (metav1.Condition's maxLength, in every Karmada CRD)."""
+
+TRUNCATED_MARKER: Final = " ... (truncated)"
+"""What ends a message cut to fit a limit, so a reader knows there was more."""
 
 
 class OwnerReference(TypedDict, total=False):
@@ -323,6 +332,17 @@ def _timestamp(now: datetime | None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def truncate_message(message: str, limit: int, *, in_bytes: bool = False) -> str:
+    """``message`` if it fits in ``limit`` characters (UTF-8 bytes with ``in_bytes``), else its
+    start cut to fit together with ``TRUNCATED_MARKER``; a character is never split."""
+    size = len(message.encode()) if in_bytes else len(message)
+    if size <= limit:
+        return message
+    room = max(limit - len(TRUNCATED_MARKER), 0)
+    head = message.encode()[:room].decode(errors="ignore") if in_bytes else message[:room]
+    return head + TRUNCATED_MARKER
+
+
 def set_condition(
     obj: MutableMapping[str, Any],
     type_: str,
@@ -338,7 +358,9 @@ def set_condition(
     ``lastTransitionTime`` moves to ``now`` only when the status changes (or the condition is new);
     reason, message and observedGeneration are always updated. ``observed_generation`` defaults to
     the object's ``metadata.generation`` when it has one. A bool status becomes "True"/"False".
+    A message longer than ``CONDITION_MESSAGE_LIMIT`` is truncated (the API would refuse it).
     """
+    message = truncate_message(message, CONDITION_MESSAGE_LIMIT)
     value: ConditionStatus = ("True" if status else "False") if isinstance(status, bool) else status
     generation = observed_generation if observed_generation is not None else generation_of(obj)
     wanted = Condition(type=type_, status=value, reason=reason, message=message)

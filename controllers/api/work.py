@@ -241,8 +241,19 @@ def binding_status(binding: Mapping[str, Any]) -> ResourceBindingStatus:
 
 
 def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
-    """The clusters a binding is scheduled to (``spec.clusters``), empty before scheduling."""
-    return binding_spec(binding).get("clusters") or []
+    """The clusters a binding is scheduled to (``spec.clusters``), empty before scheduling.
+
+    A cluster listed more than once counts once, with its first entry: each target becomes one
+    Work, and the schema does not make the names unique.
+    """
+    seen: set[str] = set()
+    targets: list[TargetCluster] = []
+    for target in binding_spec(binding).get("clusters") or []:
+        name = target.get("name", "")
+        if name not in seen:
+            seen.add(name)
+            targets.append(target)
+    return targets
 
 
 def work_spec(work: Mapping[str, Any]) -> WorkSpec:

@@ -21,7 +21,7 @@ import pytest_asyncio
 import yaml
 
 from controllers.api import KARMADA_RESOURCES, crd_paths
-from reconcile import GVK
+from reconcile import CONDITION_MESSAGE_LIMIT, GVK, TRUNCATED_MARKER, set_condition
 from testenv import ControlPlane, RequestError
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -509,3 +509,22 @@ async def test_kubectl_applies_the_crds_and_karmadas_nginx_sample_unchanged(
         "propagationpolicy.policy.karmada.io/nginx-propagation",
         "overridepolicy.policy.karmada.io/nginx-op",
     ]
+
+
+async def test_a_condition_with_a_huge_message_is_still_written(
+    karmada: ControlPlane, namespace: str
+) -> None:
+    # The CRDs cap condition messages at 32,768 characters; set_condition keeps under the cap, so
+    # a long interpreter error cannot make a status write fail (and retry) forever.
+    work = {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {"name": "huge-message"},
+        "spec": {"workload": {"manifests": []}},
+    }
+    path, created = await _create(karmada, work, namespace)
+    set_condition(created, "Applied", False, "AppliedFailed", "é" * 100_000)
+    updated = await karmada.request("PUT", f"{path}/status", created)
+    message = updated["status"]["conditions"][0]["message"]
+    assert len(message) == CONDITION_MESSAGE_LIMIT
+    assert message.endswith(TRUNCATED_MARKER)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import controllers.api as api
-from controllers.api import names
+from controllers.api import names, target_clusters
 from reconcile import GVK
 
 DATA = Path(__file__).parents[1] / "data" / "karmada"
@@ -425,3 +425,20 @@ def test_every_schema_node_is_structural() -> None:
 def test_crd_declares_karmadas_defaults(kind: str, path: str, default: object) -> None:
     nodes = dict(_walk(_schema(_crds()[kind])))
     assert nodes[path]["default"] == default
+
+
+def test_a_cluster_listed_twice_in_a_binding_is_targeted_once() -> None:
+    # Each target becomes one Work: a duplicate would build and write the same Work twice.
+    binding = {
+        "spec": {
+            "clusters": [
+                {"name": "member1", "replicas": 2},
+                {"name": "member2", "replicas": 1},
+                {"name": "member1", "replicas": 5},
+            ]
+        }
+    }
+    assert target_clusters(binding) == [
+        {"name": "member1", "replicas": 2},
+        {"name": "member2", "replicas": 1},
+    ]

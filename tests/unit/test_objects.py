@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from reconcile.objects import (
+    CONDITION_MESSAGE_LIMIT,
+    TRUNCATED_MARKER,
     AlreadyOwned,
     ObjectKey,
     add_finalizer,
@@ -29,6 +31,7 @@ from reconcile.objects import (
     set_condition,
     set_controller_reference,
     set_owner_reference,
+    truncate_message,
     uid_of,
 )
 
@@ -273,3 +276,38 @@ def test_explicit_observed_generation_wins() -> None:
     assert condition is not None
     assert condition["observedGeneration"] == 8
     assert condition["status"] == "Unknown"
+
+
+def test_a_condition_message_past_the_apis_limit_is_truncated_with_a_marker() -> None:
+    obj: dict[str, Any] = {}
+    set_condition(obj, "Applied", False, "AppliedFailed", "x" * (CONDITION_MESSAGE_LIMIT + 1))
+    message = obj["status"]["conditions"][0]["message"]
+    assert len(message) == CONDITION_MESSAGE_LIMIT
+    assert message.endswith(TRUNCATED_MARKER)
+    assert message.startswith("x" * 1000)
+
+
+def test_a_condition_message_at_the_limit_is_kept_whole() -> None:
+    obj: dict[str, Any] = {}
+    set_condition(obj, "Applied", False, "AppliedFailed", "x" * CONDITION_MESSAGE_LIMIT)
+    assert obj["status"]["conditions"][0]["message"] == "x" * CONDITION_MESSAGE_LIMIT
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("short", 20, "short"),
+        ("0123456789abcdefghijklmn", 20, "0123" + TRUNCATED_MARKER),
+        ("é" * 30, 20, "éééé" + TRUNCATED_MARKER),
+    ],
+    ids=["fits", "cut", "counted-in-characters"],
+)
+def test_truncate_message(text: str, limit: int, expected: str) -> None:
+    assert truncate_message(text, limit) == expected
+
+
+def test_truncate_message_by_bytes_never_splits_a_character() -> None:
+    cut = truncate_message("é" * 1000, 1024, in_bytes=True)
+    assert len(cut.encode()) <= 1024
+    assert cut.endswith(TRUNCATED_MARKER)
+    assert set(cut.removesuffix(TRUNCATED_MARKER)) == {"é"}

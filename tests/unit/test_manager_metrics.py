@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
+import yaml
 from aiohttp import web
 from structlog.testing import capture_logs
 
@@ -188,3 +189,34 @@ def test_cli_refuses_a_metrics_secure_value_that_is_not_a_boolean(
     with pytest.raises(SystemExit):
         _parser().parse_args(["controller-manager", "--metrics-secure=maybe"])
     assert "not a boolean: 'maybe'" in capsys.readouterr().err
+
+
+DEPLOY = Path(__file__).parents[2] / "deploy" / "controller-manager"
+
+
+def _container() -> dict[str, Any]:
+    deployment = yaml.safe_load((DEPLOY / "deployment.yaml").read_text())
+    container: dict[str, Any] = deployment["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def test_deploy_serves_metrics_securely_on_every_interface() -> None:
+    container = _container()
+    command = container["command"]
+    assert command[:2] == ["reconcile", "controller-manager"]
+    args = _parser().parse_args(command[1:])
+    options = ManagerOptions(**_metrics_options(args))
+    assert (options.metrics_bind_address, options.metrics_secure) == (":8443", True)
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert ports["https"] == 8443
+    assert 8080 not in ports.values(), "no plain metrics port left behind"
+    # The self-signed certificate's key passes through a temporary file: /tmp must be writable.
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+
+
+def test_deploy_metrics_service_targets_the_https_port() -> None:
+    service = yaml.safe_load((DEPLOY / "metrics-service.yaml").read_text())
+    assert service["spec"]["ports"] == [
+        {"name": "https", "port": 8443, "targetPort": "https", "protocol": "TCP"}
+    ]

@@ -127,7 +127,12 @@ def _in_cluster_namespace() -> str:
 
 
 class Manager:
-    """Clusters, controllers and other runnables of one process, started and stopped in order."""
+    """Clusters, controllers and other runnables of one process, started and stopped in order.
+
+    Raises (on construction):
+        ValueError: inconsistent options (leader election without an id, a bad metrics bind
+            address); CertificateError (a ValueError) for an unusable ``metrics_cert_dir``.
+    """
 
     def __init__(
         self,
@@ -160,6 +165,7 @@ class Manager:
         self.metrics_port: int | None = None
         self.metrics_certificate: ServingCertificate | None = None
         """The certificate /metrics serves while secure (``cert_pem`` to trust a generated one)."""
+        self._metrics = self._metrics_server()  # bad metrics options fail here, not at start
         self.probe_port: int | None = None
         self.elected = anyio.Event()
 
@@ -290,13 +296,11 @@ class Manager:
         """Run until stop() (or cancellation); then stop everything in reverse order.
 
         Raises:
-            ValueError: a bad metrics bind address; CertificateError: unusable metrics certificate.
             LeadershipLost: the Lease was lost; leader-only runnables were stopped.
             Exception: whatever a runnable raised (in an ExceptionGroup), after stopping the rest.
         """
-        metrics = self._metrics_server()  # a bad option fails here, not inside a task group
         async with AsyncExitStack() as stack:
-            await self._start_servers(await _group(stack), metrics)
+            await self._start_servers(await _group(stack))
             self._cluster_group = await _group(stack)
             for name, cluster in self.clusters.items():
                 await self._cluster_group.start(
@@ -315,9 +319,9 @@ class Manager:
             log.info("manager stopping")
         self._cluster_group = None
 
-    async def _start_servers(self, group: TaskGroup, metrics: HTTPServer) -> None:
+    async def _start_servers(self, group: TaskGroup) -> None:
         options = self.options
-        self.metrics_port = await group.start(metrics.run)
+        self.metrics_port = await group.start(self._metrics.run)
         probes = HTTPServer(
             options.health_probe_bind_address, healthz=self._healthz, readyz=self._readyz
         )

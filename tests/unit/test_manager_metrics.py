@@ -20,7 +20,7 @@ import yaml
 from aiohttp import web
 from structlog.testing import capture_logs
 
-from controllers.cli import _metrics_options, _parser
+from controllers.cli import _metrics_options, _parser, main
 from reconcile import (
     CertificateError,
     HTTPHandler,
@@ -136,16 +136,48 @@ async def test_insecure_beyond_loopback_only_when_asked_and_with_a_warning() -> 
     ]
 
 
-@asyncio_test
-async def test_a_missing_certificate_directory_stops_the_start_with_a_clear_error(
+def test_a_missing_certificate_directory_is_refused_when_the_manager_is_made(
     tmp_path: Path,
 ) -> None:
-    manager = Manager(
-        client=FakeClient(),
-        options=ManagerOptions(metrics_bind_address=":0", metrics_cert_dir=str(tmp_path)),
-    )
+    options = ManagerOptions(metrics_bind_address=":0", metrics_cert_dir=str(tmp_path))
     with pytest.raises(CertificateError, match=r"tls\.crt: no such file"):
-        await manager.start()
+        Manager(client=FakeClient(), options=options)
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(["--metrics-cert-path=/nonexistent"], "/nonexistent/tls.crt", id="cert"),
+        pytest.param(["--metrics-bind-address=bogus"], "invalid bind address", id="address"),
+    ],
+)
+def test_the_cli_refuses_bad_metrics_flags_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    message: str,
+) -> None:
+    # Configuring logging would point it at this test's captured stderr, closed afterwards.
+    monkeypatch.setattr("controllers.cli.configure_logging", lambda **_: None)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    argv = ["controller-manager", f"--kubeconfig={kubeconfig}", "--metrics-bind-address=:0"]
+    assert main([*argv, *flags, "--health-probe-bind-address=0"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("controller-manager: ")
+    assert message in error
+    assert "\n" not in error
 
 
 def test_a_standby_may_send_reviews_but_no_other_writes() -> None:

@@ -78,7 +78,7 @@ class ManagerOptions:
     warning when bound beyond loopback — only for networks where every caller is trusted."""
     metrics_cert_dir: str | None = None
     """Directory holding the secure server's certificate and key, re-read when they change.
-    Defaults to None: a self-signed certificate for localhost/127.0.0.1 made at start."""
+    Defaults to None: a self-signed certificate for localhost/127.0.0.1, made with the manager."""
     metrics_cert_name: str = DEFAULT_CERT_NAME
     """The certificate's file name in ``metrics_cert_dir``. Defaults to "tls.crt"."""
     metrics_key_name: str = DEFAULT_KEY_NAME

@@ -7,12 +7,21 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.interpreter.cli import add_interpret_parser
-from reconcile import ConfigError, LeadershipLost, ManagerOptions, configure_logging
+from reconcile import (
+    DEFAULT_CERT_NAME,
+    DEFAULT_KEY_NAME,
+    ConfigError,
+    LeadershipLost,
+    ManagerOptions,
+    configure_logging,
+)
+from reconcile.manager import DEFAULT_METRICS_BIND_ADDRESS
 from testenv.cli import add_testenv_parser
 
 __all__ = ["main"]
@@ -54,7 +63,7 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
         default="*",
         help="comma-separated controllers; * for all, -name to leave one out (default *)",
     )
-    parser.add_argument("--metrics-bind-address", default=":8080")
+    _add_metrics_flags(parser)
     parser.add_argument("--health-probe-bind-address", default=":8081")
     parser.add_argument("--leader-elect", action="store_true")
     parser.add_argument("--leader-elect-resource-namespace", default="karmada-system")
@@ -69,6 +78,53 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=_controller_manager)
+
+
+def _bool(text: str) -> bool:
+    """A Go flag's boolean: ``--metrics-secure=false`` as with kubebuilder's scaffold."""
+    value = text.strip().lower()
+    if value in ("1", "t", "true"):
+        return True
+    if value in ("0", "f", "false"):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {text!r} (true or false)")
+
+
+def _add_metrics_flags(parser: argparse.ArgumentParser) -> None:
+    # Names are kubebuilder's (cmd/main.go); the secure default depends on the address instead.
+    parser.add_argument(
+        "--metrics-bind-address",
+        default=DEFAULT_METRICS_BIND_ADDRESS,
+        help=f"where /metrics listens; :8443 for every interface, 0 to disable "
+        f"(default {DEFAULT_METRICS_BIND_ADDRESS})",
+    )
+    parser.add_argument(
+        "--metrics-secure",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="BOOL",
+        help="serve /metrics over HTTPS to authenticated, authorized callers only; "
+        "--metrics-secure=false serves plain HTTP to anyone "
+        "(default: secure unless bound to loopback)",
+    )
+    parser.add_argument(
+        "--metrics-cert-path",
+        help="directory with the metrics certificate and key (default: self-signed)",
+    )
+    parser.add_argument("--metrics-cert-name", default=DEFAULT_CERT_NAME)
+    parser.add_argument("--metrics-cert-key", default=DEFAULT_KEY_NAME)
+
+
+def _metrics_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "metrics_bind_address": args.metrics_bind_address,
+        "metrics_secure": args.metrics_secure,
+        "metrics_cert_dir": args.metrics_cert_path,
+        "metrics_cert_name": args.metrics_cert_name,
+        "metrics_key_name": args.metrics_cert_key,
+    }
 
 
 def _add_cluster_status_flags(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +162,7 @@ def _controller_manager(args: argparse.Namespace) -> int:
 
     configure_logging(json=args.log_format == "json", level=args.log_level)
     options = ManagerOptions(
-        metrics_bind_address=args.metrics_bind_address,
+        **_metrics_options(args),
         health_probe_bind_address=args.health_probe_bind_address,
         leader_election=args.leader_elect,
         leader_election_id="reconcile-controller-manager",

@@ -5,6 +5,11 @@ cluster's cache, then the runnables that do not need leadership (e.g. the event 
 immediately, or after winning the Lease when leader election is on — the leader-only runnables
 (controllers). ``/readyz`` stays failing until every informer requested so far has synced.
 
+Metrics listen on loopback by default; bound beyond it they are served over HTTPS and only to
+callers the cluster authenticates and authorizes for ``get /metrics`` (controller-runtime's
+``SecureServing`` with ``filters.WithAuthenticationAndAuthorization``), unless ``metrics_secure``
+is set to False explicitly. See ``ManagerOptions``.
+
 Stop (``stop()``, SIGTERM or SIGINT through ``run_until_signalled``): leader-only runnables first
 (controllers let in-flight reconciles finish within ``graceful_shutdown_timeout``), then the others,
 the caches, the servers; the Lease is released last so a standby takes over at once. A runnable that
@@ -34,13 +39,17 @@ from reconcile.config import ClusterConfig
 from reconcile.controller import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
 from reconcile.events import EventBroadcaster, EventRecorder
 from reconcile.leaderelection import LeaderElectionConfig, LeaderElector
-from reconcile.server import Check, HTTPServer
+from reconcile.metricsauth import FilterProvider, with_authentication_and_authorization
+from reconcile.server import Check, HTTPServer, is_loopback, parse_bind_address
+from reconcile.servingcert import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
 
 __all__ = ["Manager", "ManagerOptions", "NotLeader", "Runnable"]
 
 log = structlog.get_logger("reconcile.manager")
 
-DEFAULT_METRICS_BIND_ADDRESS: Final = ":8080"
+DEFAULT_METRICS_BIND_ADDRESS: Final = "127.0.0.1:8080"
+# Reviews of a scrape's token are not state changes: a standby must serve its metrics too.
+_REVIEW_PATHS: Final = ("/tokenreviews", "/subjectaccessreviews")
 
 
 class NotLeader(RuntimeError):
@@ -60,7 +69,24 @@ class ManagerOptions:
     """How a manager runs. Every field documents its default."""
 
     metrics_bind_address: str = DEFAULT_METRICS_BIND_ADDRESS
-    """Where /metrics listens: host:port, :port, or "0" to disable. Defaults to ":8080"."""
+    """Where /metrics listens: host:port, :port (every interface), or "0" to disable. Defaults
+    to "127.0.0.1:8080" (loopback only; controller-runtime's default is ":8080")."""
+    metrics_secure: bool | None = None
+    """Serve /metrics over HTTPS behind ``metrics_filter_provider``. Defaults to None: secure when
+    bound beyond loopback, plain HTTP on loopback. True: secure on any address. False: plain,
+    unauthenticated HTTP on any address (controller-runtime's SecureServing=false), logged as a
+    warning when bound beyond loopback — only for networks where every caller is trusted."""
+    metrics_cert_dir: str | None = None
+    """Directory holding the secure server's certificate and key, re-read when they change.
+    Defaults to None: a self-signed certificate for localhost/127.0.0.1, made with the manager."""
+    metrics_cert_name: str = DEFAULT_CERT_NAME
+    """The certificate's file name in ``metrics_cert_dir``. Defaults to "tls.crt"."""
+    metrics_key_name: str = DEFAULT_KEY_NAME
+    """The key's file name in ``metrics_cert_dir``. Defaults to "tls.key"."""
+    metrics_filter_provider: FilterProvider | None = field(default=None, compare=False)
+    """Builds the secure server's filter from the manager's uncached client. Defaults to None:
+    ``with_authentication_and_authorization`` (TokenReview + SubjectAccessReview against the
+    manager's own cluster, which needs create on tokenreviews and subjectaccessreviews)."""
     health_probe_bind_address: str = "0"
     """Where /healthz and /readyz listen. Defaults to "0" (disabled)."""
     leader_election: bool = False
@@ -101,7 +127,12 @@ def _in_cluster_namespace() -> str:
 
 
 class Manager:
-    """Clusters, controllers and other runnables of one process, started and stopped in order."""
+    """Clusters, controllers and other runnables of one process, started and stopped in order.
+
+    Raises (on construction):
+        ValueError: inconsistent options (leader election without an id, a bad metrics bind
+            address); CertificateError (a ValueError) for an unusable ``metrics_cert_dir``.
+    """
 
     def __init__(
         self,
@@ -132,6 +163,9 @@ class Manager:
             registry=self.registry,
         )
         self.metrics_port: int | None = None
+        self.metrics_certificate: ServingCertificate | None = None
+        """The certificate /metrics serves while secure (``cert_pem`` to trust a generated one)."""
+        self._metrics = self._metrics_server()  # bad metrics options fail here, not at start
         self.probe_port: int | None = None
         self.elected = anyio.Event()
 
@@ -178,8 +212,9 @@ class Manager:
 
     def _refuse_unless_leader(self, method: str, path: str) -> None:
         # The Lease itself must be writable: that is how a standby becomes the leader.
-        if not self._leading and "/leases/" not in path and not path.endswith("/leases"):
-            raise NotLeader(f"{method} {path} refused: this process is not the leader")
+        if self._leading or "/leases/" in path or path.endswith(("/leases", *_REVIEW_PATHS)):
+            return
+        raise NotLeader(f"{method} {path} refused: this process is not the leader")
 
     def add_cluster(
         self, name: str, config: ClusterConfig | None = None, *, client: Client | None = None
@@ -286,13 +321,45 @@ class Manager:
 
     async def _start_servers(self, group: TaskGroup) -> None:
         options = self.options
-        self.metrics_port = await group.start(
-            HTTPServer(options.metrics_bind_address, registry=self.registry).run
-        )
+        self.metrics_port = await group.start(self._metrics.run)
         probes = HTTPServer(
             options.health_probe_bind_address, healthz=self._healthz, readyz=self._readyz
         )
         self.probe_port = await group.start(probes.run)
+
+    def _metrics_server(self) -> HTTPServer:
+        """The /metrics server the options ask for.
+
+        Raises:
+            ValueError: a bad bind address; CertificateError: an unusable certificate directory.
+        """
+        options = self.options
+        address = options.metrics_bind_address
+        bind = parse_bind_address(address)
+        if bind is None:
+            return HTTPServer(address)  # disabled
+        local = is_loopback(bind[0])
+        secure = options.metrics_secure if options.metrics_secure is not None else not local
+        if not secure:
+            if not local:
+                log.warning("metrics served over plain HTTP without authentication", bind=address)
+            return HTTPServer(address, registry=self.registry)
+        if options.metrics_cert_dir:
+            certificate = ServingCertificate.from_directory(
+                options.metrics_cert_dir,
+                cert_name=options.metrics_cert_name,
+                key_name=options.metrics_key_name,
+            )
+        else:
+            certificate = ServingCertificate.self_signed()
+        self.metrics_certificate = certificate
+        provider = options.metrics_filter_provider or with_authentication_and_authorization
+        return HTTPServer(
+            address,
+            registry=self.registry,
+            metrics_filter=provider(self.api_reader),
+            certificate=certificate,
+        )
 
     async def _lead(self) -> None:
         if not self.options.leader_election:

@@ -21,7 +21,7 @@ async def main(kubeconfig: str | None, metrics: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig")
-    parser.add_argument("--metrics-bind-address", default=":8080")
+    parser.add_argument("--metrics-bind-address", default="127.0.0.1:8080")
     args = parser.parse_args()
     configure_logging()
     anyio.run(main, args.kubeconfig, args.metrics_bind_address)

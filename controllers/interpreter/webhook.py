@@ -20,12 +20,13 @@ leaves them out), ``response.uid`` equal to the request's, ``successful`` true (
 Transport: HTTPS only, the certificate chain and the host name are always verified, and redirects
 are never followed (a 3xx answer is a ``WebhookHTTPError``: the https-only rule and the caBundle
 are about the configured URL, not wherever a Location points). With a ``caBundle`` (base64 PEM)
-that bundle is the only trust root; without one the system's roots are used, as Kubernetes does. A ``service`` client config (which wins over ``url``, as in Karmada) is
-called at ``https://<name>.<namespace>.svc:<port><path>`` (port 443 by default): that needs
-cluster DNS, i.e. a controller running in the cluster that has the Service, and a serving
-certificate naming ``<name>.<namespace>.svc``. (Karmada first looks the Service up in its own
-apiserver and calls its cluster IP; this client does not.) Every call, connecting included, is
-bounded by the webhook's ``timeoutSeconds`` (default 10, Karmada's).
+that bundle is the only trust root; without one the system's roots are used, as Kubernetes does.
+A ``service`` client config (which wins over ``url``, as in Karmada) is called at
+``https://<name>.<namespace>.svc:<port><path>`` (port 443 by default): that needs cluster DNS,
+i.e. a controller running in the cluster that has the Service, and a serving certificate naming
+``<name>.<namespace>.svc``. (Karmada first looks the Service up in its own apiserver and calls its
+cluster IP; this client does not.) Every call, connecting included, is bounded by the webhook's
+``timeoutSeconds`` (default 10, Karmada's).
 
 A webhook whose configuration cannot be used (no https URL, a caBundle without a PEM certificate,
 no ``v1alpha1`` in ``interpreterContextVersions``, a timeout outside 1..30) still matches its

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from controllers.api import crd_paths
+from controllers.cli import _members, _parser
 from controllers.cluster import (
     INSECURE_ENDPOINT,
     INVALID_ENDPOINT,
@@ -396,3 +397,19 @@ async def test_an_unreadable_member_kubeconfig_is_a_config_error(
         await registry.ensure(cluster())
     assert caught.value.reason == INVALID_KUBECONFIG
     assert "absent.kubeconfig" in str(caught.value)
+
+
+# -- the controller-manager's flags ------------------------------------------------------------
+
+
+def test_member_flags_default_to_https_only_and_karmadas_cluster_namespace() -> None:
+    args = _parser().parse_args(["controller-manager"])
+    assert _members(args) == MemberOptions("karmada-cluster", allow_insecure_endpoints=False)
+    assert _parser().parse_args(["join", "m", "--cluster-kubeconfig", "k"]).cluster_namespace == (
+        "karmada-cluster"
+    )
+
+
+def test_member_flags_set_the_options() -> None:
+    argv = ["controller-manager", "--cluster-namespace=fleet", "--allow-insecure-member-endpoints"]
+    assert _members(_parser().parse_args(argv)) == MemberOptions("fleet", True)

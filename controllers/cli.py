@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from controllers.cluster.registry import MemberOptions
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.interpreter.cli import add_interpret_parser
 from reconcile import (
@@ -75,6 +76,7 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
         help="reach member NAME with a kubeconfig instead of its Cluster's Secret (local use)",
     )
     _add_cluster_status_flags(parser)
+    _add_member_flags(parser)
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=_controller_manager)
@@ -149,6 +151,28 @@ def _add_cluster_status_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_member_flags(parser: argparse.ArgumentParser) -> None:
+    defaults = MemberOptions()
+    parser.add_argument(
+        "--cluster-namespace",
+        default=defaults.cluster_namespace,
+        help="the only namespace Secrets of Clusters are read from (default karmada-cluster)",
+    )
+    parser.add_argument(
+        "--allow-insecure-member-endpoints",
+        action="store_true",
+        help="accept http:// Cluster endpoints, sending member tokens in clear text "
+        "(local testing only)",
+    )
+
+
+def _members(args: argparse.Namespace) -> MemberOptions:
+    return MemberOptions(
+        cluster_namespace=args.cluster_namespace,
+        allow_insecure_endpoints=args.allow_insecure_member_endpoints,
+    )
+
+
 def _cluster_status(args: argparse.Namespace) -> ClusterStatusOptions:
     return ClusterStatusOptions(
         update_frequency=args.cluster_status_update_frequency,
@@ -177,6 +201,7 @@ def _controller_manager(args: argparse.Namespace) -> int:
                 options=options,
                 member_kubeconfigs=_member_kubeconfigs(args.member_kubeconfig),
                 cluster_status=_cluster_status(args),
+                members=_members(args),
             )
         )
     except (ConfigError, ValueError, argparse.ArgumentTypeError) as error:
@@ -196,6 +221,11 @@ def _add_join(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument("--cluster-kubeconfig", required=True, help="the member cluster")
     parser.add_argument("--cluster-context", help="kubeconfig context of the member")
     parser.add_argument("--cluster-endpoint", help="the member URL as the host reaches it")
+    parser.add_argument(
+        "--cluster-namespace",
+        default=MemberOptions().cluster_namespace,
+        help="host namespace for the member's Secret (default karmada-cluster)",
+    )
     parser.set_defaults(func=_join)
 
 
@@ -212,6 +242,7 @@ def _join(args: argparse.Namespace) -> int:
                 member_kubeconfig=args.cluster_kubeconfig,
                 member_context=args.cluster_context,
                 endpoint=args.cluster_endpoint,
+                cluster_namespace=args.cluster_namespace,
             )
         print(f"cluster {result.name} joined: endpoint {result.endpoint}, secret {result.secret}")
 

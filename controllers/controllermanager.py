@@ -15,6 +15,7 @@ from typing import Final
 
 from controllers.cluster import (
     ClusterStatusOptions,
+    MemberOptions,
     MemberRegistry,
     setup_cluster_controller,
     setup_cluster_status_controller,
@@ -82,16 +83,21 @@ def build(
     member_kubeconfigs: Mapping[str, Path] | None = None,
     scratch: Path | None = None,
     cluster_status: ClusterStatusOptions | None = None,
+    members: MemberOptions | None = None,
 ) -> Context:
     """Set up the selected controllers on ``manager`` and return their shared Context.
 
     ``cluster_status`` sets how often members are probed and how long a change of their health
-    takes to show in their Ready condition (default: Karmada's 10 s, 30 s, 30 s).
+    takes to show in their Ready condition (default: Karmada's 10 s, 30 s, 30 s). ``members``
+    sets which member connections Clusters may ask for (default: https only, Secrets from
+    ``karmada-cluster`` only).
 
     Raises:
         ValueError: an unknown controller name.
     """
-    registry = MemberRegistry(manager, kubeconfigs=member_kubeconfigs, scratch=scratch)
+    registry = MemberRegistry(
+        manager, kubeconfigs=member_kubeconfigs, scratch=scratch, options=members
+    )
     context = Context(manager, registry, cluster_status=cluster_status or ClusterStatusOptions())
     for name in _selected(controllers):
         CONTROLLERS[name](context)
@@ -106,6 +112,7 @@ async def run_controller_manager(
     options: ManagerOptions | None = None,
     member_kubeconfigs: Mapping[str, Path] | None = None,
     cluster_status: ClusterStatusOptions | None = None,
+    members: MemberOptions | None = None,
 ) -> None:
     """Run the controllers against the host until SIGTERM/SIGINT.
 
@@ -119,5 +126,6 @@ async def run_controller_manager(
         controllers=controllers,
         member_kubeconfigs=member_kubeconfigs,
         cluster_status=cluster_status,
+        members=members,
     )
     await manager.run_until_signalled()

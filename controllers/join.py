@@ -3,8 +3,9 @@
 In the member: namespace ``karmada-cluster``, a ServiceAccount ``karmada-<name>`` and a
 ClusterRole + binding letting it manage what Works carry. Its token comes from the TokenRequest
 API (testenv, like many clusters, runs no controller filling legacy token Secrets). On the host:
-namespace ``karmada-cluster``, a Secret ``<name>`` with ``token`` and ``caBundle``, and the
-Cluster object pointing at the member's endpoint. Every step is idempotent: joining twice
+the cluster namespace (``karmada-cluster`` unless told otherwise, like ``karmadactl join
+--cluster-namespace``), a Secret ``<name>`` there with ``token`` and ``caBundle``, and the Cluster
+object pointing at the member's endpoint. Every step is idempotent: joining twice
 refreshes the token.
 """
 
@@ -110,11 +111,14 @@ async def join_cluster(
     member_kubeconfig: str,
     member_context: str | None = None,
     endpoint: str | None = None,
+    cluster_namespace: str = KARMADA_CLUSTER_NAMESPACE,
 ) -> JoinResult:
     """Register the member reached by ``member_kubeconfig`` as Cluster ``name`` on ``host``.
 
     ``endpoint`` overrides the server URL recorded in the Cluster (when the host reaches the
-    member at another address than the kubeconfig's).
+    member at another address than the kubeconfig's). ``cluster_namespace`` is the host namespace
+    of the member's Secret: the controller-manager reads Secrets from its ``--cluster-namespace``
+    only (Karmada's flag of the same name; default ``karmada-cluster``).
 
     Raises:
         ConfigError: the member kubeconfig is unusable.
@@ -130,7 +134,7 @@ async def join_cluster(
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": name, "namespace": KARMADA_CLUSTER_NAMESPACE},
+        "metadata": {"name": name, "namespace": cluster_namespace},
         "type": "Opaque",
         "data": {"token": base64.b64encode(token.encode()).decode(), "caBundle": ca},
     }
@@ -141,17 +145,13 @@ async def join_cluster(
         "spec": {
             "apiEndpoint": endpoint or server,
             "syncMode": "Push",
-            "secretRef": {"namespace": KARMADA_CLUSTER_NAMESPACE, "name": name},
+            "secretRef": {"namespace": cluster_namespace, "name": name},
         },
     }
-    namespace = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": KARMADA_CLUSTER_NAMESPACE},
-    }
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster_namespace}}
     with contextlib.suppress(AlreadyExists):
         await host.create(namespace)
     for obj in (secret, cluster):
         with contextlib.suppress(Conflict):
             await _create_or_update(host, obj)
-    return JoinResult(name, endpoint or server, f"{KARMADA_CLUSTER_NAMESPACE}/{name}")
+    return JoinResult(name, endpoint or server, f"{cluster_namespace}/{name}")

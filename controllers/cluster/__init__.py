@@ -5,7 +5,21 @@ from controllers.cluster.controller import (
     ClusterController,
     setup_cluster_controller,
 )
-from controllers.cluster.registry import MemberConfigError, MemberRegistry
+from controllers.cluster.registry import (
+    INSECURE_ENDPOINT,
+    INVALID_ENDPOINT,
+    INVALID_KUBECONFIG,
+    INVALID_SECRET,
+    SECRET_NOT_FOUND,
+    SECRET_NOT_READABLE,
+    SECRET_REF_NOT_ALLOWED,
+    MemberConfigError,
+    MemberOptions,
+    MemberRegistry,
+    member_credentials,
+    member_endpoint,
+    secret_reference,
+)
 from controllers.cluster.status import (
     ClusterStatusController,
     ClusterStatusOptions,
@@ -16,15 +30,26 @@ from controllers.cluster.status import (
 )
 
 __all__ = [
+    "INSECURE_ENDPOINT",
+    "INVALID_ENDPOINT",
+    "INVALID_KUBECONFIG",
+    "INVALID_SECRET",
+    "MEMBER_CONFIG_INVALID",
+    "SECRET_NOT_FOUND",
+    "SECRET_NOT_READABLE",
+    "SECRET_REF_NOT_ALLOWED",
     "ClusterController",
     "ClusterStatusController",
     "ClusterStatusOptions",
     "Health",
-    "MEMBER_CONFIG_INVALID",
     "MemberConfigError",
+    "MemberOptions",
     "MemberRegistry",
     "clusters_ready",
+    "member_credentials",
+    "member_endpoint",
     "probe",
+    "secret_reference",
     "setup_cluster_controller",
     "setup_cluster_status_controller",
 ]

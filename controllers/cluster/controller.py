@@ -3,10 +3,14 @@
 For every Cluster: the finalizer ``karmada.io/cluster-controller``, the namespace
 ``karmada-es-<name>`` that holds its Works, and a registered member client and cache. When a Cluster
 is deleted: its Works are deleted (the execution controller then removes their member objects),
-and once none is left the namespace, the member connection and the finalizer go. A Cluster that
-does not say how to reach its member (no endpoint, a missing Secret, ...) gets a Warning Event
-``MemberConfigInvalid`` saying why (the cluster-status controller also says it in Ready) and is
-looked at again later.
+and once none is left the namespace, the member connection and the finalizer go.
+
+A Cluster that does not say how to reach its member in a usable, allowed way (an http endpoint, a
+Secret outside the cluster namespace, a missing Secret, a token that is not UTF-8, ...: the
+registry's rules) gets a Warning Event ``MemberConfigInvalid`` saying why (the cluster-status
+controller says it in Ready too) and is not retried: it is looked at again when the Cluster or a
+Secret it references changes (the controller watches the Secrets of the cluster namespace), since
+retrying a configuration that nobody changed cannot succeed.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from controllers.api import (
     execution_namespace,
 )
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
+from controllers.cluster.secrets import ClusterSecrets
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -38,7 +43,6 @@ __all__ = ["MEMBER_CONFIG_INVALID", "ClusterController", "setup_cluster_controll
 
 NAMESPACE: Final = GVK("", "v1", "Namespace")
 DELETION_POLL: Final = 2.0
-CONFIG_RETRY: Final = 30.0
 MEMBER_CONFIG_INVALID: Final = "MemberConfigInvalid"
 """Reason of the Warning Event on a Cluster whose member cannot be connected to as configured."""
 
@@ -66,9 +70,9 @@ class ClusterController:
         try:
             await self.registry.ensure(cluster)
         except MemberConfigError as error:
-            # The status controller reports it in the Ready condition too; look again later.
+            # The status controller reports it in Ready too. No retry: a change of the Cluster or
+            # of its Secret brings it back (see ClusterSecrets).
             self.recorder.event(cluster, "Warning", MEMBER_CONFIG_INVALID, str(error))
-            return Result(requeue_after=CONFIG_RETRY)
         return None
 
     async def _ensure_namespace(self, name: str) -> None:
@@ -95,5 +99,7 @@ class ClusterController:
 def setup_cluster_controller(manager: Manager, registry: MemberRegistry) -> ClusterController:
     """Register the cluster controller with ``manager``."""
     reconciler = ClusterController(manager, registry)
-    controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster").complete(reconciler)
+    secrets = ClusterSecrets(manager.cache, registry.options.cluster_namespace)
+    builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster").watches(secrets)
+    builder.complete(reconciler)
     return reconciler

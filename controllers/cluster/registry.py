@@ -1,11 +1,31 @@
 """Registry keeps one client and cache per member cluster, made from its Cluster object.
 
-A member is reached with ``spec.apiEndpoint`` and the Secret named by ``spec.secretRef`` (keys
+A member is reached at ``spec.apiEndpoint`` with the Secret named by ``spec.secretRef`` (keys
 ``token`` and ``caBundle``), as ``reconcile join`` writes it; for local use a kubeconfig file per
 cluster name may be given instead. The registry adds the member to the manager as a named
 ``reconcile.Cluster`` (so controllers can watch it) and replaces it when its connection details
-change, removes it when the Cluster goes. TLS verification stays on: a Cluster asking for
-``insecureSkipTLSVerification`` is refused with a clear error.
+change, removes it when the Cluster goes.
+
+Whoever may write Clusters would otherwise choose where the controller-manager sends member
+credentials, so what a Cluster may ask for is bounded (``MemberOptions``):
+
+- ``apiEndpoint`` is an https URL without user info, query or fragment; ``host`` and ``host:port``
+  mean ``https://host[:port]``. Plain ``http://`` is accepted only with
+  ``allow_insecure_endpoints`` (the controller-manager's ``--allow-insecure-member-endpoints``,
+  for local testing), ``insecureSkipTLSVerification`` never.
+- ``secretRef`` and ``impersonatorSecretRef`` name Secrets of the cluster namespace only
+  (``karmada-cluster``, Karmada's default; ``--cluster-namespace``, Karmada's flag name), so the
+  controller-manager needs to read Secrets there and nowhere else. The impersonator Secret is not
+  used (there is no impersonation), but a reference elsewhere is refused all the same.
+- the Secret's ``token`` is printable ASCII once surrounding whitespace is trimmed (it becomes an
+  Authorization header); a ``caBundle``, when given, holds PEM certificates and is then the only
+  trust root (without one, the system's roots are used).
+
+``spec.proxyURL`` and ``spec.proxyHeader`` are not used: members are reached directly, or through
+the process's ``HTTPS_PROXY``, and TLS always runs end to end to the member. A Cluster that breaks
+a rule raises ``MemberConfigError``, whose ``reason`` names the rule and whose message says what
+to change (never the token); an older connection of that member is dropped, since the Cluster as
+it now is cannot be used.
 
 A new connection comes with a new cache, whose informers start empty: controllers that watch
 member objects through it subscribe (``on_connected``) to hear of every (re)connection and look at
@@ -15,23 +35,228 @@ that member's objects again.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
+import re
+import ssl
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from controllers.api import SECRET_CA_BUNDLE_KEY, SECRET_TOKEN_KEY, cluster_spec
-from reconcile import GVK, Cluster, ClusterConfig, Manager, NotFound
+from controllers.api import (
+    KARMADA_CLUSTER_NAMESPACE,
+    SECRET_CA_BUNDLE_KEY,
+    SECRET_TOKEN_KEY,
+    cluster_spec,
+)
+from reconcile import (
+    GVK,
+    Cluster,
+    ClusterConfig,
+    ConfigError,
+    Forbidden,
+    Manager,
+    NotFound,
+    Unauthorized,
+)
 
-__all__ = ["MemberConfigError", "MemberRegistry"]
+__all__ = [
+    "INSECURE_ENDPOINT",
+    "INVALID_ENDPOINT",
+    "INVALID_KUBECONFIG",
+    "INVALID_SECRET",
+    "SECRET_NOT_FOUND",
+    "SECRET_NOT_READABLE",
+    "SECRET_REF_NOT_ALLOWED",
+    "MemberConfigError",
+    "MemberOptions",
+    "MemberRegistry",
+    "member_credentials",
+    "member_endpoint",
+    "secret_reference",
+]
 
-SECRET = GVK("", "v1", "Secret")
+SECRET: Final = GVK("", "v1", "Secret")
+
+INVALID_ENDPOINT: Final = "InvalidEndpoint"
+"""spec.apiEndpoint is missing, not a URL, not https, or carries user info, a query or fragment."""
+INSECURE_ENDPOINT: Final = "InsecureEndpoint"
+"""spec.apiEndpoint is plain http (not allowed), or the Cluster asks to skip TLS verification."""
+SECRET_REF_NOT_ALLOWED: Final = "SecretRefNotAllowed"
+"""A Secret reference is missing, has no name, or points outside the cluster namespace."""
+SECRET_NOT_FOUND: Final = "SecretNotFound"
+"""The referenced Secret does not exist (nor, maybe, its namespace)."""
+SECRET_NOT_READABLE: Final = "SecretNotReadable"
+"""The apiserver refused reading the Secret (403/401): the RBAC does not cover it."""
+INVALID_SECRET: Final = "InvalidSecret"
+"""The Secret has no usable token (missing, not base64, not UTF-8, not header-safe) or caBundle."""
+INVALID_KUBECONFIG: Final = "InvalidKubeconfig"
+"""The kubeconfig file given for the member (``--member-kubeconfig``) is unusable."""
+
+_UNSAFE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")  # whitespace, control and non-ASCII characters
+_PREVIEW: Final = 200
 
 
 class MemberConfigError(ValueError):
-    """A Cluster object does not say how to reach its member (shown in its Ready condition)."""
+    """A Cluster does not say how to reach its member in a usable, allowed way.
+
+    ``reason`` (one of this module's constants) goes into the Cluster's Ready condition, the
+    message into the condition and a ``MemberConfigInvalid`` Event.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class MemberOptions:
+    """Which member connections Clusters may ask for.
+
+    Raises:
+        ValueError: ``cluster_namespace`` is empty.
+    """
+
+    cluster_namespace: str = KARMADA_CLUSTER_NAMESPACE
+    """The only namespace Secrets of Clusters are read from. Defaults to ``karmada-cluster``."""
+    allow_insecure_endpoints: bool = False
+    """Accept ``http://`` endpoints, sending the token in clear text (local testing only)."""
+
+    def __post_init__(self) -> None:
+        if not self.cluster_namespace:
+            raise ValueError("the cluster namespace must not be empty")
+
+
+def member_endpoint(endpoint: object, *, allow_insecure: bool = False) -> str:
+    """The URL a member is reached at, from a Cluster's ``spec.apiEndpoint``.
+
+    ``host`` and ``host:port`` get ``https://``; the scheme is lowercased and a trailing ``/`` of
+    the path dropped (request paths are appended to it).
+
+    Raises:
+        MemberConfigError: INVALID_ENDPOINT or INSECURE_ENDPOINT, the message saying why.
+    """
+    if not isinstance(endpoint, str) or not endpoint:
+        raise MemberConfigError(INVALID_ENDPOINT, "spec.apiEndpoint is missing")
+    shown = repr(endpoint[:_PREVIEW])
+    if _UNSAFE.search(endpoint):
+        detail = "contains whitespace, control or non-ASCII characters"
+        raise MemberConfigError(INVALID_ENDPOINT, f"spec.apiEndpoint {shown} {detail}")
+    url = endpoint if "://" in endpoint else f"https://{endpoint}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is what checks it
+    except ValueError as error:
+        raise MemberConfigError(
+            INVALID_ENDPOINT, f"spec.apiEndpoint {shown} is not a URL: {error}"
+        ) from None
+    scheme = parts.scheme.lower()
+    if scheme == "http" and not allow_insecure:
+        raise MemberConfigError(
+            INSECURE_ENDPOINT,
+            f"spec.apiEndpoint {shown} is plain HTTP: the member's token would cross the network "
+            "in clear text; use https:// (or start the controller-manager with "
+            "--allow-insecure-member-endpoints, for local testing only)",
+        )
+    _check_url_parts(parts, scheme, shown)
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _check_url_parts(parts: Any, scheme: str, shown: str) -> None:
+    if scheme not in ("https", "http"):
+        wanted = "want https://host[:port][/path], or host[:port]"
+        detail = f"has the scheme {parts.scheme!r}: {wanted}"
+        raise MemberConfigError(INVALID_ENDPOINT, f"spec.apiEndpoint {shown} {detail}")
+    if parts.username is not None or parts.password is not None:
+        # Not echoed: the user info may be a password.
+        raise MemberConfigError(
+            INVALID_ENDPOINT,
+            "spec.apiEndpoint carries user info (user@ or user:password@): credentials belong "
+            "in the Secret named by spec.secretRef",
+        )
+    if not parts.hostname:
+        raise MemberConfigError(INVALID_ENDPOINT, f"spec.apiEndpoint {shown} names no host")
+    if parts.query or parts.fragment:
+        detail = "has a query or fragment: want https://host[:port][/path]"
+        raise MemberConfigError(INVALID_ENDPOINT, f"spec.apiEndpoint {shown} {detail}")
+
+
+def secret_reference(spec: Mapping[str, Any], field: str, namespace: str) -> str | None:
+    """The name of the Secret ``spec[field]`` names, None when the field is absent.
+
+    Raises:
+        MemberConfigError: SECRET_REF_NOT_ALLOWED: no name, or a namespace other than
+            ``namespace`` (an empty one included).
+    """
+    reference = spec.get(field)
+    if reference is None:
+        return None
+    if not isinstance(reference, Mapping):
+        raise MemberConfigError(SECRET_REF_NOT_ALLOWED, f"spec.{field} is not an object")
+    name, where = reference.get("name"), reference.get("namespace")
+    if not isinstance(name, str) or not name:
+        raise MemberConfigError(SECRET_REF_NOT_ALLOWED, f"spec.{field}.name is missing")
+    if where != namespace:
+        named = f"Secret {where}/{name}" if where else f"Secret {name} without a namespace"
+        raise MemberConfigError(
+            SECRET_REF_NOT_ALLOWED,
+            f"spec.{field} names {named}: Secrets of Clusters are read only from namespace "
+            f"{namespace} (the controller-manager's --cluster-namespace)",
+        )
+    return name
+
+
+def member_credentials(secret: Mapping[str, Any], where: str) -> tuple[str, str]:
+    """The bearer token and the base64 PEM ``caBundle`` ('' if none) of a member's Secret.
+
+    ``where`` names the Secret in messages. The token is trimmed of surrounding whitespace (a
+    token file usually ends with a newline) and appears in no message.
+
+    Raises:
+        MemberConfigError: INVALID_SECRET, saying which key is wrong and how.
+    """
+    data = secret.get("data") or {}
+    if not isinstance(data, Mapping):
+        raise MemberConfigError(INVALID_SECRET, f"{where}: data is not a map")
+    key = f"data.{SECRET_TOKEN_KEY}"
+    raw = _decoded(data.get(SECRET_TOKEN_KEY), f"{where}: {key}")
+    if raw is None:
+        raise MemberConfigError(INVALID_SECRET, f"{where} has no {key}")
+    try:
+        token = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise MemberConfigError(INVALID_SECRET, f"{where}: {key} is not UTF-8 text") from None
+    if not token:
+        raise MemberConfigError(INVALID_SECRET, f"{where}: {key} is empty")
+    if _UNSAFE.search(token):
+        detail = "holds whitespace, control or non-ASCII characters (it is sent as a header)"
+        raise MemberConfigError(INVALID_SECRET, f"{where}: {key} {detail}")
+    ca = data.get(SECRET_CA_BUNDLE_KEY) or ""
+    _check_ca_bundle(_decoded(ca, f"{where}: data.{SECRET_CA_BUNDLE_KEY}"), where)
+    return token, str(ca)
+
+
+def _decoded(value: object, what: str) -> bytes | None:
+    if value is None or value == "":
+        return None
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError):
+        raise MemberConfigError(INVALID_SECRET, f"{what} is not base64") from None
+
+
+def _check_ca_bundle(pem: bytes | None, where: str) -> None:
+    if pem is None:
+        return
+    problem = f"{where}: data.{SECRET_CA_BUNDLE_KEY} holds no usable PEM certificate"
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=pem.decode("ascii"))
+    except (ssl.SSLError, UnicodeDecodeError, ValueError) as error:
+        raise MemberConfigError(INVALID_SECRET, f"{problem} ({error})") from None
 
 
 class MemberRegistry:
@@ -43,9 +268,11 @@ class MemberRegistry:
         *,
         kubeconfigs: Mapping[str, Path] | None = None,
         scratch: Path | None = None,
+        options: MemberOptions | None = None,
     ) -> None:
         self.manager = manager
         self.kubeconfigs = dict(kubeconfigs or {})
+        self.options = options or MemberOptions()
         self._scratch = scratch
         self._fingerprints: dict[str, str] = {}
         self._listeners: list[Callable[[str], None]] = []
@@ -66,15 +293,23 @@ class MemberRegistry:
         """Register (or re-register after a change) the member for a Cluster object.
 
         Raises:
-            MemberConfigError: no usable endpoint, Secret or kubeconfig.
-            ApiError: the Secret could not be read.
+            MemberConfigError: no usable or allowed endpoint, Secret or kubeconfig; the member
+                is then no longer registered.
+            ApiError: the Secret could not be read for another reason (e.g. a timeout).
         """
         name = str(cluster["metadata"]["name"])
+        try:
+            return await self._ensure(name, cluster)
+        except MemberConfigError as error:
+            self.remove(name)
+            raise MemberConfigError(error.reason, f"cluster {name}: {error}") from None
+
+    async def _ensure(self, name: str, cluster: Mapping[str, Any]) -> Cluster:
         source, fingerprint = await self._source(name, cluster)
         current = self.get(name)
         if current is not None and self._fingerprints.get(name) == fingerprint:
             return current
-        config = await self._config(source)
+        config = await self._config(name, source)
         self.remove(name)
         member = self.manager.add_cluster(name, config)
         self._fingerprints[name] = fingerprint
@@ -90,40 +325,54 @@ class MemberRegistry:
     async def _source(self, name: str, cluster: Mapping[str, Any]) -> tuple[Any, str]:
         if name in self.kubeconfigs:
             path = self.kubeconfigs[name]
-            return path, hashlib.sha256(path.read_bytes()).hexdigest()
+            try:
+                content = path.read_bytes()
+            except OSError as error:
+                raise MemberConfigError(INVALID_KUBECONFIG, f"kubeconfig {path}: {error}") from None
+            return path, hashlib.sha256(content).hexdigest()
         spec = cluster_spec(cluster)
         if spec.get("insecureSkipTLSVerification"):
             raise MemberConfigError(
-                f"cluster {name}: insecureSkipTLSVerification is refused; TLS verification is "
-                "always on (put the member's CA in the Secret's caBundle)"
+                INSECURE_ENDPOINT,
+                "insecureSkipTLSVerification is refused; TLS verification is always on (put the "
+                "member's CA in the Secret's caBundle)",
             )
-        endpoint = spec.get("apiEndpoint")
-        reference = spec.get("secretRef") or {}
-        if not endpoint or not reference.get("name"):
-            raise MemberConfigError(f"cluster {name}: spec.apiEndpoint and spec.secretRef needed")
-        secret = await self._secret(name, reference)
-        data = secret.get("data") or {}
-        token = base64.b64decode(data.get(SECRET_TOKEN_KEY, "")).decode()
-        ca = data.get(SECRET_CA_BUNDLE_KEY, "")
-        if not token:
-            raise MemberConfigError(f"cluster {name}: Secret has no {SECRET_TOKEN_KEY!r}")
-        kubeconfig = _kubeconfig(name, str(endpoint), token, str(ca))
+        endpoint = member_endpoint(
+            spec.get("apiEndpoint"), allow_insecure=self.options.allow_insecure_endpoints
+        )
+        namespace = self.options.cluster_namespace
+        secret_name = secret_reference(spec, "secretRef", namespace)
+        secret_reference(spec, "impersonatorSecretRef", namespace)  # checked, not used
+        if secret_name is None:
+            raise MemberConfigError(SECRET_REF_NOT_ALLOWED, "spec.secretRef is missing")
+        where = f"Secret {namespace}/{secret_name}"
+        token, ca = member_credentials(await self._secret(namespace, secret_name), where)
+        kubeconfig = _kubeconfig(name, endpoint, token, ca)
         return kubeconfig, hashlib.sha256(orjson.dumps(kubeconfig)).hexdigest()
 
-    async def _secret(self, name: str, reference: Mapping[str, Any]) -> dict[str, Any]:
+    async def _secret(self, namespace: str, name: str) -> dict[str, Any]:
+        where = f"Secret {namespace}/{name}"
         try:
-            return await self.manager.api_reader.get(
-                SECRET, str(reference["name"]), namespace=str(reference.get("namespace") or "")
-            )
+            return await self.manager.api_reader.get(SECRET, name, namespace=namespace)
         except NotFound:
-            raise MemberConfigError(
-                f"cluster {name}: Secret {reference.get('namespace')}/{reference['name']} not found"
-            ) from None
+            raise MemberConfigError(SECRET_NOT_FOUND, f"{where} not found") from None
+        except (Forbidden, Unauthorized) as error:
+            detail = f"{where} cannot be read ({error.reason}): {error.message[:_PREVIEW]}"
+            raise MemberConfigError(SECRET_NOT_READABLE, detail) from None
 
-    async def _config(self, source: Any) -> ClusterConfig:
-        if isinstance(source, Path):
-            return await ClusterConfig.from_kubeconfig(source, temp_dir=self._scratch)
-        return await ClusterConfig.from_kubeconfig_dict(source, temp_dir=self._scratch)
+    async def _config(self, name: str, source: Any) -> ClusterConfig:
+        try:
+            if isinstance(source, Path):
+                return await ClusterConfig.from_kubeconfig(source, temp_dir=self._scratch)
+            return await ClusterConfig.from_kubeconfig_dict(
+                source, temp_dir=self._scratch, source=f"cluster {name}"
+            )
+        except ConfigError as error:
+            if isinstance(source, Path):
+                raise MemberConfigError(INVALID_KUBECONFIG, str(error)) from None
+            token = source["users"][0]["user"]["token"]
+            message = str(error).replace(token, "<token>")  # loader errors should not, but never
+            raise MemberConfigError(INVALID_SECRET, message) from None
 
 
 def _kubeconfig(name: str, endpoint: str, token: str, ca_bundle_b64: str) -> dict[str, Any]:

@@ -2,10 +2,13 @@
 
 Every ``update_frequency`` seconds (default 10): GET ``/readyz`` on the member (``/healthz`` when
 the server has no readyz), then the condition Ready is True/ClusterReady, False/ClusterNotReady
-(an answer other than 200) or False/ClusterNotReachable (no answer, or no usable connection
-details). A change of health flips the condition only after it persisted for the success
-threshold (to True) or the failure threshold (to False), 30 s each by default (Karmada's
-debouncing), so one lost probe does not evict workloads. The three durations are
+(an answer other than 200) or False/ClusterNotReachable (no answer). A change of health flips the
+condition only after it persisted for the success threshold (to True) or the failure threshold
+(to False), 30 s each by default (Karmada's debouncing), so one lost probe does not evict
+workloads. A Cluster without usable, allowed connection details is Ready=False at once, with the
+registry's reason (InsecureEndpoint, SecretRefNotAllowed, InvalidSecret, ...), as Karmada sets
+StatusCollectionFailed without waiting when it cannot build a client; it is looked at again
+every ``update_frequency`` and whenever a Secret it references changes. The three durations are
 ``ClusterStatusOptions`` (Karmada's ``--cluster-status-update-frequency``,
 ``--cluster-success-threshold`` and ``--cluster-failure-threshold``). While ready, the status also
 carries the member's kubernetesVersion, apiEnablements (its discovery), nodeSummary and
@@ -32,6 +35,7 @@ from controllers.api import (
     is_cluster_ready,
 )
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
+from controllers.cluster.secrets import ClusterSecrets
 from reconcile import (
     GVK,
     Client,
@@ -134,34 +138,39 @@ class ClusterStatusController:
         except NotFound:
             self._observed.pop(request.name, None)
             return None
-        health = await self._health(cluster)
+        try:
+            member = await self.registry.ensure(cluster)
+        except MemberConfigError as error:
+            # Not a probe that may pass next time: say it at once, no debouncing.
+            health = verdict = Health("False", error.reason, str(error))
+            self._observe(request.name, health)
+        else:
+            health = await probe(member.api_reader)
+            verdict = self._debounced(request.name, cluster, health)
         # A deep copy: conditions are changed in place and compared with the original below.
         status: dict[str, Any] = deep_copy(dict(cluster_status(cluster)))
         if health.status == "True":
             status.update(await self._details(request.name))
         updated = {**cluster, "status": status}
-        self._set_ready(updated, self._debounced(request.name, cluster, health))
+        self._set_ready(updated, verdict)
         if updated["status"] != cluster.get("status"):
             await self.client.update_status(updated)
         return Result(requeue_after=self.options.update_frequency)
 
-    async def _health(self, cluster: dict[str, Any]) -> Health:
-        try:
-            member = await self.registry.ensure(cluster)
-        except MemberConfigError as error:
-            return Health("False", CLUSTER_NOT_REACHABLE_REASON, str(error))
-        return await probe(member.api_reader)
-
-    def _debounced(self, name: str, cluster: dict[str, Any], health: Health) -> Health:
-        now = anyio.current_time()
-        current = get_condition(cluster, READY_CONDITION)
+    def _observe(self, name: str, health: Health) -> _Observation:
+        """Record a verdict; ``since`` is when the status last changed."""
         seen = self._observed.get(name)
         if seen is None or seen.health.status != health.status:
-            seen = self._observed[name] = _Observation(health, now)
+            seen = self._observed[name] = _Observation(health, anyio.current_time())
         seen.health = health
+        return seen
+
+    def _debounced(self, name: str, cluster: dict[str, Any], health: Health) -> Health:
+        current = get_condition(cluster, READY_CONDITION)
+        seen = self._observe(name, health)
         if current is None or current.get("status") == health.status:
             return health  # first report, or no flip: say it at once
-        if now - seen.since >= self._threshold(health):
+        if anyio.current_time() - seen.since >= self._threshold(health):
             return health
         # Not persisted long enough to flip: keep the old verdict (with its old words).
         return Health(
@@ -259,7 +268,9 @@ def setup_cluster_status_controller(
 ) -> ClusterStatusController:
     """Register the cluster status controller with ``manager`` (default options: Karmada's)."""
     reconciler = ClusterStatusController(manager, registry, options)
-    controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status").complete(reconciler)
+    secrets = ClusterSecrets(manager.cache, registry.options.cluster_namespace)
+    builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status")
+    builder.watches(secrets).complete(reconciler)
     return reconciler
 
 

@@ -17,14 +17,16 @@ leaves them out), ``response.uid`` equal to the request's, ``successful`` true (
 ``components``, or for ReviseReplica, Retain and AggregateStatus a base64 RFC 6902 ``patch`` with
 ``patchType: JSONPatch`` applied to a copy of the object (no patch at all means "unchanged").
 
-Transport: HTTPS only, the certificate chain and the host name are always verified. With a
-``caBundle`` (base64 PEM) that bundle is the only trust root; without one the system's roots are
-used, as Kubernetes does. A ``service`` client config (which wins over ``url``, as in Karmada) is
-called at ``https://<name>.<namespace>.svc:<port><path>`` (port 443 by default): that needs
-cluster DNS, i.e. a controller running in the cluster that has the Service, and a serving
-certificate naming ``<name>.<namespace>.svc``. (Karmada first looks the Service up in its own
-apiserver and calls its cluster IP; this client does not.) Every call, connecting included, is
-bounded by the webhook's ``timeoutSeconds`` (default 10, Karmada's).
+Transport: HTTPS only, the certificate chain and the host name are always verified, and redirects
+are never followed (a 3xx answer is a ``WebhookHTTPError``: the https-only rule and the caBundle
+are about the configured URL, not wherever a Location points). With a ``caBundle`` (base64 PEM)
+that bundle is the only trust root; without one the system's roots are used, as Kubernetes does.
+A ``service`` client config (which wins over ``url``, as in Karmada) is called at
+``https://<name>.<namespace>.svc:<port><path>`` (port 443 by default): that needs cluster DNS,
+i.e. a controller running in the cluster that has the Service, and a serving certificate naming
+``<name>.<namespace>.svc``. (Karmada first looks the Service up in its own apiserver and calls its
+cluster IP; this client does not.) Every call, connecting included, is bounded by the webhook's
+``timeoutSeconds`` (default 10, Karmada's).
 
 A webhook whose configuration cannot be used (no https URL, a caBundle without a PEM certificate,
 no ``v1alpha1`` in ``interpreterContextVersions``, a timeout outside 1..30) still matches its
@@ -685,10 +687,16 @@ class WebhookBackend:
         args = (hook.uid, hook.url)
         try:
             with anyio.fail_after(hook.timeout):
+                # No redirects: the https-only rule covers the configured URL, not a Location.
                 async with self._client().post(
-                    hook.url, data=body, headers=_HEADERS, ssl=self._ssl_for(hook)
+                    hook.url,
+                    data=body,
+                    headers=_HEADERS,
+                    ssl=self._ssl_for(hook),
+                    allow_redirects=False,
                 ) as response:
                     status, raw = response.status, await _read(hook, response)
+                    location = response.headers.get("Location", "")
         except TimeoutError as error:
             raise WebhookTimeout(*args, f"no answer within {hook.timeout:g}s") from error
         except aiohttp.ClientConnectorCertificateError as error:
@@ -700,6 +708,9 @@ class WebhookBackend:
             raise WebhookConnectionError(*args, detail) from error
         except aiohttp.ClientError as error:
             raise WebhookConnectionError(*args, f"{type(error).__name__}: {error}") from error
+        if 300 <= status < 400:
+            detail = f"redirects are not followed (Location: {location[:200]})"
+            raise WebhookHTTPError(hook.uid, hook.url, status, detail)
         if status != 200:
             raise WebhookHTTPError(hook.uid, hook.url, status, _preview(raw))
         return raw

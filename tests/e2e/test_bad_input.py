@@ -3,16 +3,21 @@
 An invalid policy gets a Warning Event naming the problem; a manifest a member refuses leaves that
 member's Work Applied=False with the member's words (and an Event), as does a kind the member does
 not serve; a Cluster whose Secret is missing is Ready=False saying so (and gets an Event) until the
-Secret exists. Each time, a good
-Deployment and policy created alongside reaches both members.
+Secret exists; Clusters with an http endpoint, a Secret in another namespace or a token that is not
+UTF-8 are refused with their reason, and the http one never receives a connection. Each time, a
+good Deployment and policy created alongside reaches both members.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
+from anyio.abc import SocketAttribute, SocketStream
 
 from controllers.api import (
     CLUSTER_GVK,
@@ -267,7 +272,7 @@ async def _a_cluster_without_its_secret_is_not_ready_and_says_why(stack: Stack, 
     )
 
     not_ready = await _ready(stack, ghost, "False")
-    assert not_ready["reason"] == "ClusterNotReachable"
+    assert not_ready["reason"] == "SecretNotFound"
     assert f"Secret karmada-cluster/{ghost} not found" in not_ready["message"]
     event = await warning(stack, ghost, "MemberConfigInvalid", "default")
     assert f"Secret karmada-cluster/{ghost} not found" in event["message"]
@@ -287,6 +292,82 @@ async def _a_cluster_without_its_secret_is_not_ready_and_says_why(stack: Stack, 
         }
     )
     assert (await _ready(stack, ghost, "True"))["reason"] == "ClusterReady"
+
+
+async def test_refused_member_configurations_say_why_and_leave_the_others_working(
+    joined: Environment, namespace: str
+) -> None:
+    suffix = namespace[-6:]
+    names = {kind: f"{kind}-{suffix}" for kind in ("plain", "foreign", "binary")}
+    async with running(joined, namespace, health=FAST) as stack, _plain_http() as (port, heard):
+        try:
+            await _refused_member_configurations(stack, names, port)
+            assert heard == [], "nothing may connect to the http endpoint"
+        finally:
+            for name in names.values():
+                await _remove_cluster(stack, name)
+            with contextlib.suppress(NotFound):
+                await stack.host.delete(SECRET, names["foreign"], namespace=namespace)
+
+
+async def _refused_member_configurations(stack: Stack, names: dict[str, str], port: int) -> None:
+    member1 = await stack.host.get(CLUSTER_GVK, "member1")
+    source = member1["spec"]["secretRef"]
+    usable = await stack.host.get(SECRET, source["name"], namespace=source["namespace"])
+    secrets = {
+        # A real token: sent over http it would let the listener act as member1's controller.
+        names["plain"]: ("karmada-cluster", usable["data"]),
+        names["foreign"]: (stack.namespace, usable["data"]),
+        names["binary"]: ("karmada-cluster", {"token": base64.b64encode(b"\xff\xfe").decode()}),
+    }
+    for name, (where, data) in secrets.items():
+        metadata = {"name": name, "namespace": where}
+        await stack.host.create(
+            {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "data": data}
+        )
+    endpoints = {
+        names["plain"]: f"http://127.0.0.1:{port}",
+        names["foreign"]: member1["spec"]["apiEndpoint"],
+        names["binary"]: member1["spec"]["apiEndpoint"],
+    }
+    for name, endpoint in endpoints.items():
+        reference = {"namespace": secrets[name][0], "name": name}
+        spec = {"apiEndpoint": endpoint, "secretRef": reference, "syncMode": "Push"}
+        await stack.host.create(
+            {
+                "apiVersion": CLUSTER_GVK.api_version,
+                "kind": "Cluster",
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+        )
+    expected = {
+        names["plain"]: ("InsecureEndpoint", "is plain HTTP"),
+        names["foreign"]: ("SecretRefNotAllowed", "read only from namespace karmada-cluster"),
+        names["binary"]: ("InvalidSecret", "data.token is not UTF-8 text"),
+    }
+    for name, (reason, words) in expected.items():
+        condition = await _ready(stack, name, "False")
+        assert condition["reason"] == reason
+        assert words in condition["message"]
+        assert words in (await warning(stack, name, "MemberConfigInvalid", "default"))["message"]
+    await propagates(stack, "web")
+
+
+@contextlib.asynccontextmanager
+async def _plain_http() -> AsyncIterator[tuple[int, list[str]]]:
+    """A TCP listener on 127.0.0.1; yields its port and the list of peers that connected."""
+    heard: list[str] = []
+
+    async def record(stream: SocketStream) -> None:
+        heard.append(str(stream.extra(SocketAttribute.remote_address)))
+        await stream.aclose()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, record)
+        yield listener.extra(SocketAttribute.local_port), heard
+        group.cancel_scope.cancel()
 
 
 async def _ready(stack: Stack, cluster: str, status: str) -> Condition:

@@ -331,6 +331,8 @@ ANSWERS: dict[str, Callable[[str], web.Response]] = {
         {"response": {"successful": False, "status": {"code": 400, "message": "bad body"}}}
     ),
     "http-500": lambda uid: web.Response(status=500, text="internal error"),
+    # Following it would reach /record, which answers successfully.
+    "redirect": lambda uid: web.Response(status=307, headers={"Location": "/record"}),
     "patch": lambda uid: web.json_response(
         _context(
             {"uid": uid, "successful": True, "patch": _patch(VALID_PATCH), "patchType": "JSONPatch"}
@@ -546,6 +548,22 @@ async def test_bad_answers_raise_clear_errors(
     assert message in str(caught.value)
     assert caught.value.webhook == "test/workloads.example.com"
     assert caught.value.url == url
+
+
+async def test_a_redirect_is_an_error_and_is_not_followed(
+    fake: tuple[FakeWebhook, str], ca: CertificateAuthority
+) -> None:
+    # The https-only rule covers the configured URL; a redirect could point anywhere else.
+    webhook, base = fake
+    async with _backend(_configuration(f"{base}/redirect", ca.cert_pem)) as backend:
+        del webhook.requests[:]
+        with pytest.raises(WebhookHTTPError) as caught:
+            await backend.get_replicas(_workload())
+    assert caught.value.status == 307
+    assert caught.value.webhook == "test/workloads.example.com"
+    assert "HTTP 307" in str(caught.value)
+    assert "redirects are not followed (Location: /record)" in str(caught.value)
+    assert len(webhook.requests) == 1, "only the redirecting URL was called"
 
 
 async def test_a_hanging_webhook_times_out_after_timeout_seconds(

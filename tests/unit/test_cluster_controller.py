@@ -1,0 +1,165 @@
+"""The cluster controllers on a fake host: refused member configurations, Events, no retry loop."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from controllers.api import CLUSTER_GVK, READY_CONDITION, crd_paths
+from controllers.cluster import (
+    MEMBER_CONFIG_INVALID,
+    ClusterController,
+    ClusterStatusController,
+    ClusterStatusOptions,
+    MemberRegistry,
+    setup_cluster_controller,
+    setup_cluster_status_controller,
+)
+from reconcile import EVENT_GVK, Manager, ManagerOptions, Request, Result, get_condition
+from testenv import FakeClient, eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+# Only watch events may bring a Cluster back: the status controller's own period is an hour.
+HOURLY = ClusterStatusOptions(update_frequency=3600, failure_threshold=0, success_threshold=0)
+
+
+def secret(token: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "m", "namespace": "karmada-cluster"},
+        "data": {"token": base64.b64encode(token).decode()},
+    }
+
+
+def cluster(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": "m"},
+        "spec": {
+            # Refuses connections at once, so probes of a connected member end quickly.
+            "apiEndpoint": "127.0.0.1:1",
+            "secretRef": {"namespace": "karmada-cluster", "name": "m"},
+            **spec,
+        },
+    }
+
+
+class Running:
+    def __init__(self, fake: FakeClient, cluster: ClusterController, registry: MemberRegistry):
+        self.fake, self.cluster, self.registry = fake, cluster, registry
+        self.status: ClusterStatusController | None = None
+
+    async def ready(self, reason: str) -> dict[str, Any]:
+        async def matches() -> dict[str, Any] | None:
+            current = get_condition(await self.fake.get(CLUSTER_GVK, "m"), READY_CONDITION)
+            return dict(current) if current and current.get("reason") == reason else None
+
+        return await eventually(matches, timeout=10)
+
+    async def connected(self) -> None:
+        async def registered() -> bool:
+            return self.registry.get("m") is not None
+
+        await eventually(registered, timeout=10)
+
+    async def warning(self, words: str) -> dict[str, Any]:
+        async def found() -> dict[str, Any] | None:
+            for event in (await self.fake.list(EVENT_GVK, namespace="default"))["items"]:
+                if event["reason"] == MEMBER_CONFIG_INVALID and words in event["message"]:
+                    return dict(event)
+            return None
+
+        return await eventually(found, timeout=10)
+
+
+@asynccontextmanager
+async def running(tmp_path: Path, *, with_status: bool = True) -> AsyncIterator[Running]:
+    fake = FakeClient()
+    fake.install_crds(crd_paths())
+    manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
+    registry = MemberRegistry(manager, scratch=tmp_path)
+    state = Running(fake, setup_cluster_controller(manager, registry), registry)
+    if with_status:
+        state.status = setup_cluster_status_controller(manager, registry, HOURLY)
+    async with anyio.create_task_group() as group:
+        await group.start(manager.start)
+        yield state
+        manager.stop()
+
+
+async def test_a_non_utf8_token_is_reported_and_not_retried_until_the_secret_changes(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as env:
+        await env.fake.create(secret(b"\xff\xfe-not-text"))
+        await env.fake.create(cluster())
+        condition = await env.ready("InvalidSecret")
+        assert condition["status"] == "False"
+        assert "data.token is not UTF-8 text" in condition["message"]
+        event = await env.warning("data.token is not UTF-8 text")
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["name"] == "m"
+
+        # Nothing to retry: no requeue, no error (an error would mean backoff, forever).
+        assert await env.cluster.reconcile(Request("m")) is None
+        assert env.status is not None
+        assert await env.status.reconcile(Request("m")) == Result(requeue_after=3600)
+
+        # Fixing the Secret is what brings the Cluster back.
+        await env.fake.update(secret(b"a-usable-token"))
+        await env.connected()
+        await env.ready("ClusterNotReachable")
+
+
+async def test_the_cluster_controller_alone_reconnects_when_a_missing_secret_appears(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, with_status=False) as env:
+        await env.fake.create(cluster())
+        await env.warning("Secret karmada-cluster/m not found")
+        assert env.registry.get("m") is None
+        await env.fake.create(secret(b"a-usable-token"))
+        await env.connected()
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason", "words"),
+    [
+        pytest.param(
+            {"apiEndpoint": "http://127.0.0.1:8080"}, "InsecureEndpoint", "plain HTTP", id="http"
+        ),
+        pytest.param(
+            {"secretRef": {"namespace": "kube-system", "name": "m"}},
+            "SecretRefNotAllowed",
+            "read only from namespace karmada-cluster",
+            id="foreign-secret",
+        ),
+        pytest.param(
+            {"secretRef": {"namespace": "karmada-cluster", "name": "ghost"}},
+            "SecretNotFound",
+            "Secret karmada-cluster/ghost not found",
+            id="missing-secret",
+        ),
+    ],
+)
+async def test_refused_clusters_say_why_in_ready_and_an_event(
+    tmp_path: Path, spec: dict[str, Any], reason: str, words: str
+) -> None:
+    async with running(tmp_path) as env:
+        await env.fake.create(secret(b"a-usable-token"))
+        await env.fake.create(cluster(**spec))
+        condition = await env.ready(reason)
+        assert condition["status"] == "False"
+        assert condition["message"].startswith("cluster m: ")
+        assert words in condition["message"]
+        await env.warning(words)
+        assert env.registry.get("m") is None

@@ -11,7 +11,7 @@ is closed then, the rest when the manager stops.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import anyio
 
@@ -23,9 +23,22 @@ from controllers.context import Context
 from controllers.interpreter.facade import Interpreter
 from controllers.interpreter.types import InterpreterError
 from controllers.interpreter.webhook import WebhookBackend
+from controllers.rbac import Permissions, Rule
 from reconcile import GVK, NotFound, Request, Result, controller_managed_by
 
-__all__ = ["setup"]
+__all__ = ["PERMISSIONS", "setup"]
+
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(
+            ("config.karmada.io",),
+            ("resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations"),
+            ("list", "watch"),
+            "its cache",
+        ),
+    )
+)
+"""What the interpreter-config controllers do on the host (see controllers.rbac)."""
 
 
 class _ConfigReconciler:

@@ -57,6 +57,7 @@ from controllers.binding.overrides import OverrideError
 from controllers.binding.workload import build_work, build_workload
 from controllers.context import Context
 from controllers.interpreter import Interpreter, InterpreterError, KindFilter, NotSupported
+from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -89,6 +90,7 @@ from reconcile import (
 )
 
 __all__ = [
+    "PERMISSIONS",
     "BINDING_CONTROLLER_NAME",
     "BindingController",
     "CONFLICT_RETRY",
@@ -100,6 +102,42 @@ __all__ = [
     "setup",
     "work_changed",
 ]
+
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("list", "watch"),
+            "its cache",
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("update",),
+            "finalizer and binding id label",
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings/status", "clusterresourcebindings/status"),
+            ("update",),
+            "WorksSynced",
+        ),
+        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        Rule(("work.karmada.io",), ("works",), ("get",), "a live read after AlreadyExists"),
+        Rule(("work.karmada.io",), ("works",), ("create", "update", "delete"), "the Works"),
+        Rule(
+            ("policy.karmada.io",),
+            ("overridepolicies", "clusteroverridepolicies"),
+            ("list", "watch"),
+            "its cache",
+        ),
+        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+    ),
+    templates=("get",),
+)
+"""What the binding controller does on the host; templates are read live when the cache is
+behind the binding (see controllers.rbac)."""
 
 BINDING_CONTROLLER_NAME: Final = "binding"
 WORKS_SYNCED_CONDITION: Final = "WorksSynced"

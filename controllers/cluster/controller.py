@@ -21,11 +21,13 @@ from typing import Any, Final
 from controllers.api import (
     CLUSTER_CONTROLLER_FINALIZER,
     CLUSTER_GVK,
+    KARMADA_CLUSTER_NAMESPACE,
     WORK_GVK,
     execution_namespace,
 )
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
+from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -39,12 +41,42 @@ from reconcile import (
     remove_finalizer,
 )
 
-__all__ = ["MEMBER_CONFIG_INVALID", "ClusterController", "setup_cluster_controller"]
+__all__ = [
+    "MEMBER_CONFIG_INVALID",
+    "MEMBER_SECRETS",
+    "PERMISSIONS",
+    "ClusterController",
+    "setup_cluster_controller",
+]
 
 NAMESPACE: Final = GVK("", "v1", "Namespace")
 DELETION_POLL: Final = 2.0
 MEMBER_CONFIG_INVALID: Final = "MemberConfigInvalid"
 """Reason of the Warning Event on a Cluster whose member cannot be connected to as configured."""
+
+MEMBER_SECRETS: Final = Rule(
+    ("",),
+    ("secrets",),
+    ("get", "list", "watch"),
+    "member registry: each member's token and CA (an uncached read), and the watch that "
+    "reconsiders a Cluster when its Secret changes; cluster namespace only",
+    namespace=KARMADA_CLUSTER_NAMESPACE,
+)
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        Rule(("cluster.karmada.io",), ("clusters",), ("update",), "its finalizer"),
+        Rule(("",), ("namespaces",), ("create", "delete"), "execution namespaces karmada-es-*"),
+        Rule(
+            ("work.karmada.io",),
+            ("works",),
+            ("list", "deletecollection"),
+            "a deleted Cluster's Works: a live list, then delete them all",
+        ),
+        MEMBER_SECRETS,
+    )
+)
+"""What the cluster controller does on the host (see controllers.rbac)."""
 
 
 class ClusterController:

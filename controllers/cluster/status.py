@@ -34,8 +34,10 @@ from controllers.api import (
     cluster_status,
     is_cluster_ready,
 )
+from controllers.cluster.controller import MEMBER_SECRETS
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
+from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
     Client,
@@ -51,6 +53,7 @@ from reconcile import (
 )
 
 __all__ = [
+    "PERMISSIONS",
     "ClusterStatusController",
     "ClusterStatusOptions",
     "Health",
@@ -64,6 +67,15 @@ POD: Final = GVK("", "v1", "Pod")
 DEFAULT_UPDATE_FREQUENCY: Final = 10.0
 DEFAULT_THRESHOLD: Final = 30.0
 PROBE_TIMEOUT: Final = 5.0
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        Rule(("cluster.karmada.io",), ("clusters/status",), ("update",), "Ready and member facts"),
+        MEMBER_SECRETS,
+    )
+)
+"""What the cluster-status controller does on the host; members are probed with their own
+credentials (see controllers.rbac)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from controllers.detector.detector import (
 )
 from controllers.detector.discovery import (
     DEFAULT_DISCOVERY_INTERVAL,
+    TEMPLATE_VERBS,
+    AccessReview,
     Discovery,
     is_skipped,
     watchable_resources,
@@ -55,6 +57,7 @@ from controllers.detector.validation import (
 )
 
 __all__ = [
+    "AccessReview",
     "BindingOwnedElsewhere",
     "CLUSTER_POLICY_FINALIZER",
     "Changes",
@@ -68,6 +71,7 @@ __all__ = [
     "ObjectRef",
     "POLICY_FINALIZER",
     "PolicyReconciler",
+    "TEMPLATE_VERBS",
     "TemplateReconciler",
     "apply_changes",
     "binding_coordinates",

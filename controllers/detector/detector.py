@@ -33,12 +33,18 @@ from controllers.api import (
     is_reserved_namespace,
 )
 from controllers.context import Context
-from controllers.detector.discovery import DEFAULT_DISCOVERY_INTERVAL, Discovery
+from controllers.detector.discovery import (
+    DEFAULT_DISCOVERY_INTERVAL,
+    TEMPLATE_VERBS,
+    AccessReview,
+    Discovery,
+)
 from controllers.detector.keys import ObjectRef
 from controllers.detector.matching import claim_of, spec_changed
 from controllers.detector.policies import PolicyReconciler
 from controllers.detector.templates import BindingOwnedElsewhere, TemplateReconciler
 from controllers.interpreter import InterpreterError, KindFilter
+from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
     Conflict,
@@ -64,6 +70,7 @@ __all__ = [
     "CONFLICT_RETRY",
     "DEFAULT_WORKERS",
     "DETECTOR_NAME",
+    "PERMISSIONS",
     "Detector",
     "setup",
     "template_event_filter",
@@ -78,6 +85,28 @@ BAD_INPUT_RETRY: Final = 30.0
 """Seconds before a template the interpreter failed on (or whose binding is taken) is retried."""
 
 _POLICY_KINDS: Final = (PROPAGATION_POLICY_GVK, CLUSTER_PROPAGATION_POLICY_GVK)
+_BINDINGS: Final = ("resourcebindings", "clusterresourcebindings")
+_POLICIES: Final = ("propagationpolicies", "clusterpropagationpolicies")
+
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(("policy.karmada.io",), _POLICIES, ("list", "watch"), "its cache"),
+        Rule(("policy.karmada.io",), _POLICIES, ("update",), "finalizer and permanent id"),
+        Rule(("work.karmada.io",), _BINDINGS, ("list", "watch"), "its cache"),
+        Rule(("work.karmada.io",), _BINDINGS, ("get",), "a live read after AlreadyExists"),
+        Rule(("work.karmada.io",), _BINDINGS, ("create", "update", "delete"), "the bindings"),
+        Rule(("work.karmada.io",), _BINDINGS, ("patch",), "a deleted policy's claim removed"),
+        Rule(
+            ("authorization.k8s.io",),
+            ("selfsubjectaccessreviews",),
+            ("create",),
+            "discovery: may this kind be watched and claimed",
+        ),
+    ),
+    templates=TEMPLATE_VERBS,
+)
+"""What the detector does on the host: watch templates, read them live, claim them by a merge
+patch (see controllers.rbac)."""
 
 log = structlog.get_logger("controllers.detector")
 
@@ -137,6 +166,7 @@ class Detector:
             _handler,
             (template_event_filter,),
             interval=discovery_interval,
+            access=AccessReview(manager.api_reader),
         )
         recorder = context.recorder(DETECTOR_NAME)
         self.templates = TemplateReconciler(

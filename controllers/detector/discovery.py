@@ -2,10 +2,15 @@
 
 At start and then every ``interval`` seconds (default 30, as Karmada) it reads the host's discovery
 documents (the preferred version of each group) and watches each new kind that can be listed and
-watched, through the shared informer of the manager's cache (one per kind) and a
-``reconcile.Kind`` source on the detector's queue; CRDs installed later are picked up on the next
-round. Skipped: events (core and events.k8s.io), leases (coordination.k8s.io), the Karmada API
-groups (``*.karmada.io``: policies, bindings, Works, Clusters, interpreter configuration) and
+watched and that this process may use as templates, through the shared informer of the manager's
+cache (one per kind) and a ``reconcile.Kind`` source on the detector's queue; CRDs installed later
+(and kinds RBAC allows later) are picked up on the next round. Before a kind is watched, the
+apiserver is asked (SelfSubjectAccessReview, ``AccessReview``) whether this process may get, list,
+watch and patch it in every namespace: a kind it may not is left out, logged once, and asked about
+again next round, so a least-privilege role never leaves an informer failing on 403 (and /readyz
+false); new kinds are first reviewed as ``*`` in ``*``, so a process allowed everything asks
+nothing more. Skipped: events (core and events.k8s.io), leases (coordination.k8s.io), the Karmada
+API groups (``*.karmada.io``: policies, bindings, Works, Clusters, interpreter configuration) and
 apiregistration.k8s.io. Discovery failures are logged and retried on the next round; the
 controller never waits for a kind that cannot sync.
 """
@@ -27,13 +32,22 @@ from reconcile import (
     Client,
     EventHandler,
     Kind,
+    NoKindMatch,
     Predicate,
     Request,
     Resource,
     WorkQueue,
 )
 
-__all__ = ["DEFAULT_DISCOVERY_INTERVAL", "Discovery", "is_skipped", "watchable_resources"]
+__all__ = [
+    "ACCESS_REVIEW",
+    "DEFAULT_DISCOVERY_INTERVAL",
+    "TEMPLATE_VERBS",
+    "AccessReview",
+    "Discovery",
+    "is_skipped",
+    "watchable_resources",
+]
 
 DEFAULT_DISCOVERY_INTERVAL: Final = 30.0
 FIRST_SYNC_TIMEOUT: Final = 30.0
@@ -43,6 +57,10 @@ _SKIPPED_GROUPS: Final = frozenset(
     {"events.k8s.io", "coordination.k8s.io", "apiregistration.k8s.io", "karmada.io"}
 )
 _REQUIRED_VERBS: Final = frozenset({"list", "watch"})
+ACCESS_REVIEW: Final = GVK("authorization.k8s.io", "v1", "SelfSubjectAccessReview")
+TEMPLATE_VERBS: Final = ("get", "list", "watch", "patch")
+"""What the detector does with templates: watch (list + watch), read live, claim (patch)."""
+_PARALLEL_REVIEWS: Final = 8
 
 log = structlog.get_logger("controllers.detector")
 
@@ -107,6 +125,62 @@ async def watchable_resources(client: Client) -> list[Resource]:
 
 
 @dataclass
+class AccessReview:
+    """Asks the apiserver which kinds this process may use as templates (``verbs`` on each, in
+    every namespace), with SelfSubjectAccessReviews: authoritative, unlike a rules review."""
+
+    client: Client
+    verbs: tuple[str, ...] = TEMPLATE_VERBS
+
+    async def allowed(self, verb: str, group: str, resource: str) -> bool:
+        """Whether ``verb`` on ``resource`` of ``group`` is allowed in every namespace.
+
+        Raises:
+            ApiError: the review was refused.
+        """
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        review = {
+            "apiVersion": ACCESS_REVIEW.api_version,
+            "kind": ACCESS_REVIEW.kind,
+            "spec": {"resourceAttributes": attributes},
+        }
+        answer = await self.client.create(review)
+        return bool((answer.get("status") or {}).get("allowed"))
+
+    async def denied_verb(self, group: str, resource: str) -> str | None:
+        """The first of ``verbs`` not allowed on ``resource`` of ``group``, None when all are."""
+        for verb in self.verbs:
+            if not await self.allowed(verb, group, resource):
+                return verb
+        return None
+
+    async def partition(self, resources: list[Resource]) -> tuple[list[Resource], dict[GVK, str]]:
+        """The resources every verb is allowed on, and the others with the verb denied.
+
+        Raises:
+            ApiError: a review was refused.
+        """
+        try:
+            if not resources or await self.denied_verb("*", "*") is None:
+                return resources, {}
+        except NoKindMatch:
+            return resources, {}  # no authorization API, so no RBAC to honour
+        denied: dict[GVK, str] = {}
+        limit = anyio.CapacityLimiter(_PARALLEL_REVIEWS)
+
+        async def review(resource: Resource) -> None:
+            async with limit:
+                verb = await self.denied_verb(resource.gvk.group, resource.plural)
+            if verb is not None:
+                denied[resource.gvk] = verb
+
+        async with anyio.create_task_group() as group:
+            for resource in resources:
+                group.start_soon(review, resource)
+        return [r for r in resources if r.gvk not in denied], denied
+
+
+@dataclass
 class Discovery:
     """A Source that watches every discovered kind; ``resources`` says which ones it watches.
 
@@ -118,7 +192,11 @@ class Discovery:
     handler_for: Callable[[GVK], EventHandler]
     predicates: tuple[Predicate, ...] = ()
     interval: float = DEFAULT_DISCOVERY_INTERVAL
+    access: AccessReview | None = None
+    """Which kinds may be watched; None: every kind (e.g. a fake client without reviews)."""
     resources: dict[GVK, Resource] = field(default_factory=dict)
+    denied: dict[GVK, str] = field(default_factory=dict)
+    """Kinds left out because RBAC does not allow them, with the first verb denied."""
     _kinds: dict[GVK, Kind] = field(default_factory=dict, repr=False)
     _first_round: anyio.Event | None = field(default=None, repr=False)
 
@@ -149,7 +227,7 @@ class Discovery:
             as watchable_resources.
         """
         added = []
-        for resource in await watchable_resources(self.client):
+        for resource in await self._permitted(await watchable_resources(self.client)):
             self.resources[resource.gvk] = resource
             if resource.gvk not in self._kinds:
                 handler = self.handler_for(resource.gvk)
@@ -160,6 +238,22 @@ class Discovery:
         if added:
             log.info("watching resource templates", kinds=sorted(str(g) for g in added))
         return added
+
+    async def _permitted(self, found: list[Resource]) -> list[Resource]:
+        """The watched kinds among ``found``, and those of the others RBAC allows now."""
+        watched = [r for r in found if r.gvk in self._kinds]
+        if self.access is None:
+            return found
+        fresh, denied = await self.access.partition([r for r in found if r.gvk not in self._kinds])
+        news = {gvk: verb for gvk, verb in denied.items() if self.denied.get(gvk) != verb}
+        if news:
+            # Once per kind (and verb): the role is a deployment choice, not an error.
+            log.info(
+                "not watching resource templates: RBAC does not allow it",
+                kinds={str(gvk): verb for gvk, verb in sorted(news.items(), key=str)},
+            )
+        self.denied = denied
+        return watched + fresh
 
     async def wait_for_sync(self, timeout: float) -> None:
         """Wait for the first round and for the kinds it found; kinds that cannot sync are logged

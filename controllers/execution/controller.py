@@ -61,6 +61,7 @@ from controllers.execution.retain import release_patch, retain_member_fields
 from controllers.execution.source import ManagedObjects, managed_informer
 from controllers.execution.workstatus import StatusReflector, failure_message, status_patch
 from controllers.interpreter import NotSupported
+from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
     NAMESPACE_INDEX,
@@ -97,6 +98,7 @@ from reconcile import (
 )
 
 __all__ = [
+    "PERMISSIONS",
     "ApplyFailed",
     "ConflictAborted",
     "DEFAULT_WORKERS",
@@ -107,6 +109,17 @@ __all__ = [
     "setup",
     "setup_execution_controller",
 ]
+
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        Rule(("work.karmada.io",), ("works",), ("update",), "its finalizer"),
+        Rule(("work.karmada.io",), ("works/status",), ("patch",), "Applied, manifestStatuses"),
+        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+    )
+)
+"""What the execution controller does on the host; members are written with their own
+credentials (see controllers.rbac)."""
 
 NAME: Final = "execution"
 DEFAULT_WORKERS: Final = 5

@@ -42,6 +42,7 @@ from controllers.api import (
     target_clusters,
 )
 from controllers.context import Context
+from controllers.rbac import Permissions, Rule
 from controllers.scheduler.assign import reschedule_requested
 from controllers.scheduler.scheduler import (
     ScheduleResult,
@@ -82,6 +83,7 @@ from reconcile import (
 )
 
 __all__ = [
+    "PERMISSIONS",
     "CONFLICT_RETRY",
     "DEFAULT_SCHEDULER_NAME",
     "DEFAULT_WORKERS",
@@ -96,6 +98,37 @@ __all__ = [
     "schedule_reason",
     "setup",
 ]
+
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("list", "watch"),
+            "its cache",
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("get",),
+            "a live read after a conflict",
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("update",),
+            "spec.clusters",
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings/status", "clusterresourcebindings/status"),
+            ("update",),
+            "Scheduled, observed generation",
+        ),
+        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+    )
+)
+"""What the scheduler does on the host (see controllers.rbac)."""
 
 SCHEDULER_NAME: Final = "scheduler"
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"

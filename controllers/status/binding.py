@@ -33,6 +33,7 @@ from controllers.api import (
     binding_status,
 )
 from controllers.context import Context
+from controllers.rbac import Permissions, Rule
 from controllers.status.aggregate import (
     FULLY_APPLIED_FAILED_MESSAGE,
     FULLY_APPLIED_SUCCESS_MESSAGE,
@@ -66,6 +67,7 @@ from reconcile import (
 )
 
 __all__ = [
+    "PERMISSIONS",
     "BINDING",
     "BindingKind",
     "BindingStatusController",
@@ -73,6 +75,28 @@ __all__ = [
     "DEFAULT_WORKERS",
     "setup_binding_status_controllers",
 ]
+
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("list", "watch"),
+            "its cache",
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings/status", "clusterresourcebindings/status"),
+            ("patch",),
+            "aggregatedStatus, FullyApplied",
+        ),
+        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+    ),
+    templates=("get",),
+    template_status=("update",),
+)
+"""What the status controllers do on the host: templates are read live and their status written
+for the kinds whose status is aggregated (see controllers.rbac)."""
 
 
 DEFAULT_WORKERS: Final = 5

@@ -65,20 +65,27 @@ class Stack:
 
 @asynccontextmanager
 async def running(
-    env: Environment, namespace: str, *, health: ClusterStatusOptions | None = None
+    env: Environment,
+    namespace: str,
+    *,
+    health: ClusterStatusOptions | None = None,
+    config: ClusterConfig | None = None,
+    options: ManagerOptions | None = None,
 ) -> AsyncIterator[Stack]:
     """The whole controller-manager on the host, and clients of every cluster; yields once every
     member is Ready with its API enablements known (else a fresh session's first template could
-    be scheduled before a member is known to serve it)."""
+    be scheduled before a member is known to serve it). The controller-manager reaches the host
+    with ``config`` (default: as admin) and runs with ``options`` (default: no metrics)."""
     host = await client_of(env.host)
     members = {name: await client_of(env.members[name]) for name in MEMBERS}
     for name, member in members.items():
         if not await has_namespace(member, namespace):
             await env.members[name].create_namespace(namespace)
-    config = await ClusterConfig.from_kubeconfig(
-        env.host.kubeconfig, temp_dir=env.host.directory / "client"
-    )
-    manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
+    if config is None:
+        config = await ClusterConfig.from_kubeconfig(
+            env.host.kubeconfig, temp_dir=env.host.directory / "client"
+        )
+    manager = Manager(config, options=options or ManagerOptions(metrics_bind_address="0"))
     context = build(manager, scratch=env.host.directory / "client", cluster_status=health)
     try:
         async with anyio.create_task_group() as group:

@@ -44,6 +44,8 @@ APPLIED = ("cluster-namespace.yaml", "namespace.yaml", "serviceaccount.yaml", "r
 """deploy/'s files that concern the identity, in an order that creates namespaces first."""
 CLUSTER_ROLE = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
 CLUSTER_ROLE_BINDING = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
+ROLE = GVK("rbac.authorization.k8s.io", "v1", "Role")
+ROLE_BINDING = GVK("rbac.authorization.k8s.io", "v1", "RoleBinding")
 SERVICE_ACCOUNT_GVK = GVK("", "v1", "ServiceAccount")
 TOKEN_SECONDS = 3600
 USER = f"system:serviceaccount:{SERVICE_ACCOUNT[0]}:{SERVICE_ACCOUNT[1]}"
@@ -231,14 +233,17 @@ async def _only_permitted_kinds_watched(stack: Stack) -> None:
         return manager.cache.has_synced()
 
     await eventually(synced, timeout=30)
-    rbac = (await stack.host.list(CLUSTER_ROLE))["items"]
-    rbac += (await stack.host.list(CLUSTER_ROLE_BINDING))["items"]
-    allowed = {(g.group, g.resource, g.verb) for g in granted(rbac)}
+    rbac = []
+    for kind in (CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING):
+        rbac += (await stack.host.list(kind))["items"]
+    allowed = {(g.namespace, g.group, g.resource, g.verb) for g in granted(rbac) if not g.name}
     watched = set()
     for scope in manager.cache.informers():
         resource = await manager.api_reader.resource_for(scope.gvk)
-        watched.add(resource.plural)
+        if not scope.namespace:
+            watched.add(resource.plural)
         for verb in ("list", "watch"):
-            assert (scope.gvk.group, resource.plural, verb) in allowed, scope
+            wanted = (scope.gvk.group, resource.plural, verb)
+            assert ("", *wanted) in allowed or (scope.namespace, *wanted) in allowed, scope
     assert {"deployments", "propagationpolicies", "works"} <= watched
     assert not {"secrets", "roles", "clusterroles", "mutatingwebhookconfigurations"} & watched

@@ -99,7 +99,9 @@ def test_the_old_wildcard_role_is_refused() -> None:
 
 def test_secrets_are_granted_only_in_the_cluster_namespace() -> None:
     secrets = {g for g in granted(_applied()) if g.resource == "secrets"}
-    assert secrets == {Grant("karmada-cluster", "", "secrets", "get")}
+    assert secrets == {
+        Grant("karmada-cluster", "", "secrets", verb) for verb in ("get", "list", "watch")
+    }
 
 
 def test_the_opt_in_secrets_role_aggregates_into_the_templates_role() -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-import lupa
+import lupa  # type: ignore[import-untyped]
 import orjson
 
 import controllers

@@ -60,6 +60,9 @@ KILL_GRACE: Final = 0.1
 START_TIMEOUT: Final = 30.0
 """Seconds a new worker may take to start (not counted in any call's time limit)."""
 
+PENDING: Final = object()
+"""What ``_Worker.read_some`` answers while a reply has not arrived."""
+
 _BOOTSTRAP: Final = """
 import sys, types
 sys.path[:0] = __import__("json").loads(sys.argv[1])
@@ -145,18 +148,17 @@ class _Worker:
                 with contextlib.suppress(OSError):
                     stream.close()
 
-    async def send(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self.requests, view) :]
-            except BlockingIOError:
-                await anyio.wait_writable(self.requests)
-            except BrokenPipeError:
-                return  # it died: the reply's EOF says how
+    def write_some(self, data: memoryview) -> memoryview:
+        """Write what the pipe takes now; what is left (all written, or it died: nothing)."""
+        try:
+            return data[os.write(self.requests, data) :]
+        except BlockingIOError:
+            return data
+        except BrokenPipeError:
+            return data[:0]  # it died: the reply's EOF says how
 
-    async def receive(self) -> Any:
-        """The next message; None at EOF (the process is gone)."""
+    def read_some(self) -> Any:
+        """The next message if it has arrived, ``PENDING`` if not, None at EOF (it is gone)."""
         while True:
             if len(self._buffer) >= HEADER.size:
                 (size,) = HEADER.unpack_from(self._buffer)
@@ -170,11 +172,28 @@ class _Worker:
             try:
                 chunk = os.read(self.replies, 1 << 16)
             except BlockingIOError:
-                await anyio.wait_readable(self.replies)
-                continue
+                return PENDING
             if not chunk:
                 return None
             self._buffer += chunk
+
+    async def exchange(self, data: memoryview, limit: float) -> Any:
+        """Send a message and return the reply (None at EOF); PENDING if ``limit`` s passed."""
+        # Most replies are there once the write returns (on a busy machine the write hands the
+        # CPU to the worker), so the wait, and its cancel scope, is only set up when needed.
+        deadline = time.monotonic() + limit
+        data = self.write_some(data)
+        reply = PENDING if data else self.read_some()
+        if reply is not PENDING:
+            return reply
+        with anyio.move_on_after(deadline - time.monotonic()):
+            while data:
+                await anyio.wait_writable(self.requests)
+                data = self.write_some(data)
+            while reply is PENDING:
+                await anyio.wait_readable(self.replies)
+                reply = self.read_some()
+        return reply
 
     async def exit_status(self) -> str:
         """How the process ended, once its pipe said it did (it may take a moment to be reaped)."""
@@ -253,23 +272,22 @@ class WorkerPool:
         if not worker.ready:
             await self._started(worker)
         limit = timeout + KILL_GRACE
-        with anyio.move_on_after(limit):
-            await worker.send(HEADER.pack(len(request)) + request)
-            reply = await worker.receive()
-            if reply is None:
-                raise WorkerFailure("died", f"its worker died of {await worker.exit_status()}")
-            return list(reply)
-        raise WorkerFailure("timeout", f"its worker was killed after {limit:g} s")
+        reply = await worker.exchange(memoryview(HEADER.pack(len(request)) + request), limit)
+        if reply is None:
+            raise WorkerFailure("died", f"its worker died of {await worker.exit_status()}")
+        if reply is PENDING:
+            raise WorkerFailure("timeout", f"its worker was killed after {limit:g} s")
+        return list(reply)
 
     async def _started(self, worker: _Worker) -> None:
-        with anyio.move_on_after(START_TIMEOUT):
-            ready = await worker.receive()
-            if ready is None or ready[0] != "ready":
-                status = await worker.exit_status() if ready is None else f"it said {ready!r}"
-                raise WorkerFailure("start", f"the interpreter worker did not start: {status}")
-            worker.ready = True
-            return
-        raise WorkerFailure("start", f"the interpreter worker did not start in {START_TIMEOUT:g} s")
+        ready = await worker.exchange(memoryview(b""), START_TIMEOUT)
+        if ready is PENDING:
+            message = f"the interpreter worker did not start in {START_TIMEOUT:g} s"
+            raise WorkerFailure("start", message)
+        if ready is None or ready[0] != "ready":
+            status = await worker.exit_status() if ready is None else f"it said {ready!r}"
+            raise WorkerFailure("start", f"the interpreter worker did not start: {status}")
+        worker.ready = True
 
     # --- workers in and out ---------------------------------------------------------------------
 

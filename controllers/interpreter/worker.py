@@ -77,17 +77,6 @@ def _reduced_reconcile() -> None:
             setattr(package, name, getattr(module, name))
 
 
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    chunks, left = [], size
-    while left:
-        chunk = os.read(fd, left)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
 class _Server:
     """The request loop: scripts by id, least recently used first."""
 
@@ -98,6 +87,7 @@ class _Server:
         self.requests = requests
         self.replies = replies
         self.scripts: OrderedDict[int, Any] = OrderedDict()
+        self.buffer = bytearray()
 
     def send(self, message: Any) -> None:
         try:
@@ -109,14 +99,23 @@ class _Server:
             data = data[os.write(self.replies, data) :]
 
     def receive(self) -> Any:
-        header = _read_exactly(self.requests, HEADER.size)
-        if header is None:
-            return None
-        (size,) = HEADER.unpack(header)
-        if size > MAX_FRAME:
-            raise SystemExit(f"interpreter worker: a {size}-byte request is too long")
-        body = _read_exactly(self.requests, size)
-        return None if body is None else self.sandbox.loads(body)
+        """The next request, None once stdin is closed (one read per request, usually)."""
+        buffer = self.buffer
+        while True:
+            if len(buffer) >= HEADER.size:
+                (size,) = HEADER.unpack_from(buffer)
+                if size > MAX_FRAME:
+                    raise SystemExit(f"interpreter worker: a {size}-byte request is too long")
+                if len(buffer) >= HEADER.size + size:
+                    request = self.sandbox.loads(
+                        memoryview(buffer)[HEADER.size : HEADER.size + size]
+                    )
+                    del buffer[: HEADER.size + size]
+                    return request
+            chunk = os.read(self.requests, 1 << 16)
+            if not chunk:
+                return None
+            buffer += chunk
 
     def handle(self, request: list[Any]) -> list[Any]:
         sandbox = self.sandbox

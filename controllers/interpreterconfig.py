@@ -3,6 +3,7 @@
 ResourceInterpreterCustomization objects (Lua scripts per kind and operation) and
 ResourceInterpreterWebhookConfiguration objects (HTTPS webhooks per rule) are applied to the shared
 ``Interpreter`` as they are created, changed or deleted. A customization whose Lua does not compile
+(checked in an interpreter worker process, so a hostile top level cannot stall this controller)
 is refused with a Warning Event on it; the interpreter keeps its previous state for that kind.
 Each webhook configuration holds a connection pool: the one a change replaces or a deletion drops
 is closed then, the rest when the manager stops.
@@ -10,7 +11,7 @@ is closed then, the rest when the manager stops.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
@@ -48,7 +49,7 @@ class _ConfigReconciler:
         self,
         context: Context,
         gvk: GVK,
-        apply: Callable[[Interpreter, dict[str, Any]], object],
+        apply: Callable[[Interpreter, dict[str, Any]], Awaitable[object]],
         remove: Callable[[Interpreter, str], object],
         reason: str,
     ) -> None:
@@ -67,7 +68,7 @@ class _ConfigReconciler:
             await _close(self.remove(interpreter, request.name))
             return None
         try:
-            await _close(self.apply(interpreter, obj))
+            await _close(await self.apply(interpreter, obj))
         except InterpreterError as error:
             # Bad scripts or webhooks are reported on the object; the process and the other
             # kinds carry on with what they had.
@@ -92,7 +93,7 @@ async def _close_webhooks_on_stop(interpreter: Interpreter) -> None:
                 await _close(interpreter.remove_webhook(name))
 
 
-def _add_webhook(interpreter: Interpreter, obj: dict[str, Any]) -> object:
+async def _add_webhook(interpreter: Interpreter, obj: dict[str, Any]) -> object:
     return interpreter.add_webhook(obj["metadata"]["name"], WebhookBackend([obj]))
 
 

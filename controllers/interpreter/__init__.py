@@ -20,6 +20,7 @@ from controllers.interpreter.customization import (
 from controllers.interpreter.facade import ChangeListener, Interpreter, KindFilter
 from controllers.interpreter.lua import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, LuaScript
 from controllers.interpreter.native import NativeBackend
+from controllers.interpreter.pool import WorkerPool, default_pool
 from controllers.interpreter.types import (
     AggregatedStatusItem,
     Component,
@@ -27,10 +28,12 @@ from controllers.interpreter.types import (
     InterpreterError,
     InvalidCustomization,
     LuaError,
+    LuaLimitExceeded,
     LuaReturnTypeError,
     LuaRuntimeError,
     LuaSyntaxError,
     LuaTimeout,
+    LuaWorkerDied,
     NodeClaim,
     NotSupported,
     Operation,
@@ -53,18 +56,22 @@ __all__ = [
     "InvalidCustomization",
     "KindFilter",
     "LuaError",
+    "LuaLimitExceeded",
     "LuaReturnTypeError",
     "LuaRuntimeError",
     "LuaScript",
     "LuaSyntaxError",
     "LuaTimeout",
+    "LuaWorkerDied",
     "NativeBackend",
     "NodeClaim",
     "NotSupported",
     "Operation",
     "ReplicaRequirements",
     "ResourceHealth",
+    "WorkerPool",
     "bundled_customizations",
     "customizations_from_yaml",
+    "default_pool",
     "parse_customization",
 ]

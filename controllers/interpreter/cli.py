@@ -12,7 +12,10 @@ operated on is the desired object, or the observed one when only that is given (
 and InterpretHealth prefer the observed one); Retain needs both. ``--status-file`` holds a list
 of {clusterName, status, applied, health} items. The result prints as one object keyed by the
 result names: replica and requires, revised, retained, aggregatedStatus, status, healthy,
-dependencies, components. Any error prints one ``error:`` line and exits 1.
+dependencies, components. Any error prints one ``error:`` line and exits 1, hostile input
+included: scripts run in interpreter workers under the same limits as in the controller-manager,
+and an input nested deeper than ``MAX_INPUT_DEPTH`` or expanding (through YAML aliases) to more
+than ``MAX_INPUT_NODES`` values is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -41,7 +44,13 @@ from controllers.interpreter.types import (
     Operation,
 )
 
-__all__ = ["add_interpret_parser", "main", "run_interpret"]
+__all__ = ["MAX_INPUT_DEPTH", "MAX_INPUT_NODES", "add_interpret_parser", "main", "run_interpret"]
+
+MAX_INPUT_DEPTH: Final = 200
+"""Levels of nesting an input file may have (real objects have a few dozen at most)."""
+
+MAX_INPUT_NODES: Final = 1_000_000
+"""Values an input file may hold, an aliased YAML node counting each time it is used."""
 
 _OBSERVED_FIRST: Final = (Operation.INTERPRET_STATUS, Operation.INTERPRET_HEALTH)
 
@@ -99,9 +108,33 @@ def _read(path: Path, what: str) -> str:
 
 def _documents(path: Path, what: str) -> list[Any]:
     try:
-        return [d for d in yaml.safe_load_all(_read(path, what)) if d is not None]
+        documents = [d for d in yaml.safe_load_all(_read(path, what)) if d is not None]
     except yaml.YAMLError as err:
         raise _InputError(f"{what} {path} is not valid YAML: {yaml_problem(err)}") from err
+    except RecursionError as err:  # PyYAML composes recursively
+        raise _InputError(f"{what} {path} is nested too deeply") from err
+    problem = _too_big(documents)
+    if problem:
+        raise _InputError(f"{what} {path} {problem}")
+    return documents
+
+
+def _too_big(value: Any) -> str | None:
+    """Why a decoded document is refused (too deep, too many values), None if it is not."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_INPUT_NODES:
+            return f"holds more than {MAX_INPUT_NODES} values (YAML aliases count each use)"
+        if depth > MAX_INPUT_DEPTH:
+            return f"is nested more than {MAX_INPUT_DEPTH} levels deep"
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return None
 
 
 def _object(path: Path | None, what: str) -> dict[str, Any] | None:
@@ -125,10 +158,12 @@ def _status_items(path: Path | None) -> list[AggregatedStatusItem]:
         raise _InputError(f"status file {path}: {err}") from err
 
 
-def _interpreter(path: Path | None) -> Interpreter:
+async def _interpreter(path: Path | None) -> Interpreter:
     if path is None:
         return Interpreter()
-    customizations = CustomizationSet(customizations_from_yaml(_read(path, "customization file")))
+    customizations = CustomizationSet()
+    for obj in customizations_from_yaml(_read(path, "customization file")):
+        await customizations.apply(obj)  # checks each script, as the controller would
     return Interpreter(customizations=customizations, thirdparty=None, native=None)
 
 
@@ -144,7 +179,7 @@ def _subject(args: argparse.Namespace, operation: Operation) -> dict[str, Any]:
 
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
     operation = Operation(args.operation)
-    interpreter = _interpreter(args.customization)
+    interpreter = await _interpreter(args.customization)
     if operation is Operation.RETAIN:
         desired = _object(args.desired_file, "desired file")
         observed = _object(args.observed_file, "observed file")
@@ -204,6 +239,8 @@ def run_interpret(args: argparse.Namespace) -> int:
         return _fail(_explain(err, args.customization))
     except (InterpreterError, _InputError, ValueError) as err:
         return _fail(str(err))
+    except RecursionError:
+        return _fail("an input is nested too deeply")
     sys.stdout.write(_render(result, args.output))
     return 0
 

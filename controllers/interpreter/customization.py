@@ -5,11 +5,13 @@ A ResourceInterpreterCustomization (config.karmada.io/v1alpha1, cluster-scoped) 
 ``spec.customizations``: replicaResource, replicaRevision, retention, statusReflection,
 statusAggregation, healthInterpretation, dependencyInterpretation, componentResource.
 
-A ``CustomizationSet`` keeps customizations by name and compiles each script once, when the
-customization is applied. Several customizations may target the same kind: per operation, the
-one first by name that defines it wins (Karmada's rule). Controllers watching the CRD call
-``apply`` and ``remove``; the bundled third-party customizations are one more set, loaded from
-the YAML files shipped in ``thirdparty/``.
+A ``CustomizationSet`` keeps customizations by name; ``apply`` checks each new script in a worker
+process (it compiles and its top level runs: a broken customization is refused and the previous
+version stays), and calls run in workers (``lua``). Several customizations may target the same
+kind: per operation, the one first by name that defines it wins (Karmada's rule). Controllers
+watching the CRD call ``apply`` and ``remove``; the bundled third-party customizations are one
+more set, loaded from the YAML files shipped in ``thirdparty/`` and run in the same workers, as
+they read the same untrusted objects.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Final
 import yaml
 
 from controllers.interpreter.lua import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, LuaScript
+from controllers.interpreter.pool import WorkerPool
 from controllers.interpreter.types import (
     AggregatedStatusItem,
     Component,
@@ -138,6 +141,8 @@ def customizations_from_yaml(text: str) -> list[Obj]:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
         raise InvalidCustomization(f"not valid YAML: {yaml_problem(err)}") from err
+    except RecursionError as err:
+        raise InvalidCustomization("not valid YAML: nested too deeply") from err
     found = [d for d in documents if isinstance(d, dict) and d.get("kind") == KIND]
     if not found:
         raise InvalidCustomization(f"no {KIND} document found")
@@ -145,9 +150,11 @@ def customizations_from_yaml(text: str) -> list[Obj]:
 
 
 class CustomizationSet:
-    """Customizations by name, merged per kind and operation, each script compiled once.
+    """Customizations by name, merged per kind and operation, each script run in a worker.
 
-    Implements ``Backend``. ``timeout`` and ``max_memory`` apply to every script's calls.
+    Implements ``Backend``. ``timeout`` and ``max_memory`` apply to every script's calls, ``pool``
+    (default: the process-wide one) runs them. The customizations given to the constructor are
+    trusted to load (the bundled ones: checked by the tests); ``apply`` checks what it adds.
     """
 
     def __init__(
@@ -156,13 +163,16 @@ class CustomizationSet:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         max_memory: int = DEFAULT_MAX_MEMORY,
+        pool: WorkerPool | None = None,
     ) -> None:
         self.timeout = timeout
         self.max_memory = max_memory
+        self.pool = pool
         self._compiled: dict[str, tuple[Customization, dict[Operation, LuaScript]]] = {}
         self._index: dict[GVK, dict[Operation, LuaScript]] = {}
         for obj in customizations:
-            self.apply(obj)
+            customization, scripts, _ = self._scripts(parse_customization(obj))
+            self._commit(customization, scripts)
 
     def __contains__(self, name: object) -> bool:
         return name in self._compiled
@@ -179,19 +189,30 @@ class CustomizationSet:
         entry = self._compiled.get(name)
         return entry[0] if entry else None
 
-    def apply(self, obj: Mapping[str, Any]) -> Customization:
+    async def apply(self, obj: Mapping[str, Any]) -> Customization:
         """Add a customization, or replace the one of the same name; unchanged scripts are reused.
 
-        On error the previous version (if any) stays in effect.
+        New scripts are compiled and their top level run in a worker first; on error the previous
+        version (if any) stays in effect.
 
         Raises:
             InvalidCustomization: the object is malformed.
             LuaError: a script does not compile or its top level fails.
         """
-        customization = parse_customization(obj)
+        customization, scripts, new = self._scripts(parse_customization(obj))
+        for script in new:
+            await script.check()
+        self._commit(customization, scripts)
+        return customization
+
+    def _scripts(
+        self, customization: Customization
+    ) -> tuple[Customization, dict[Operation, LuaScript], list[LuaScript]]:
+        """The scripts of a customization (reusing unchanged ones) and which of them are new."""
         previous = self._compiled.get(customization.name)
         old_scripts = previous[1] if previous else {}
         scripts: dict[Operation, LuaScript] = {}
+        new: list[LuaScript] = []
         for operation, source in customization.scripts.items():
             old = old_scripts.get(operation)
             if old is not None and old.source == source:
@@ -203,10 +224,14 @@ class CustomizationSet:
                     name=f"{customization.name}/{RULE_FIELDS[operation]}",
                     timeout=self.timeout,
                     max_memory=self.max_memory,
+                    pool=self.pool,
                 )
+                new.append(scripts[operation])
+        return customization, scripts, new
+
+    def _commit(self, customization: Customization, scripts: dict[Operation, LuaScript]) -> None:
         self._compiled[customization.name] = (customization, scripts)
         self._reindex()
-        return customization
 
     def remove(self, name: str) -> bool:
         """Forget a customization; False if there was none of that name."""
@@ -241,35 +266,35 @@ class CustomizationSet:
 
     async def get_replicas(self, obj: Obj) -> tuple[int, ReplicaRequirements | None]:
         """Run GetReplicas. Raises: NotSupported, LuaError."""
-        return self._script(obj, Operation.INTERPRET_REPLICA).get_replicas(obj)
+        return await self._script(obj, Operation.INTERPRET_REPLICA).get_replicas(obj)
 
     async def revise_replica(self, obj: Obj, replicas: int) -> Obj:
         """Run ReviseReplica. Raises: NotSupported, LuaError."""
-        return self._script(obj, Operation.REVISE_REPLICA).revise_replica(obj, replicas)
+        return await self._script(obj, Operation.REVISE_REPLICA).revise_replica(obj, replicas)
 
     async def retain(self, desired: Obj, observed: Obj) -> Obj:
         """Run Retain. Raises: NotSupported, LuaError."""
-        return self._script(desired, Operation.RETAIN).retain(desired, observed)
+        return await self._script(desired, Operation.RETAIN).retain(desired, observed)
 
     async def aggregate_status(self, obj: Obj, items: Sequence[AggregatedStatusItem]) -> Obj:
         """Run AggregateStatus. Raises: NotSupported, LuaError."""
-        return self._script(obj, Operation.AGGREGATE_STATUS).aggregate_status(obj, items)
+        return await self._script(obj, Operation.AGGREGATE_STATUS).aggregate_status(obj, items)
 
     async def reflect_status(self, obj: Obj) -> Obj | None:
         """Run ReflectStatus. Raises: NotSupported, LuaError."""
-        return self._script(obj, Operation.INTERPRET_STATUS).reflect_status(obj)
+        return await self._script(obj, Operation.INTERPRET_STATUS).reflect_status(obj)
 
     async def interpret_health(self, obj: Obj) -> bool:
         """Run InterpretHealth. Raises: NotSupported, LuaError."""
-        return self._script(obj, Operation.INTERPRET_HEALTH).interpret_health(obj)
+        return await self._script(obj, Operation.INTERPRET_HEALTH).interpret_health(obj)
 
     async def get_dependencies(self, obj: Obj) -> list[DependentObjectReference]:
         """Run GetDependencies. Raises: NotSupported, LuaError."""
-        return self._script(obj, Operation.INTERPRET_DEPENDENCY).get_dependencies(obj)
+        return await self._script(obj, Operation.INTERPRET_DEPENDENCY).get_dependencies(obj)
 
     async def get_components(self, obj: Obj) -> list[Component]:
         """Run GetComponents. Raises: NotSupported, LuaError."""
-        return self._script(obj, Operation.INTERPRET_COMPONENT).get_components(obj)
+        return await self._script(obj, Operation.INTERPRET_COMPONENT).get_components(obj)
 
 
 @functools.cache

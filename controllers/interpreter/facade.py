@@ -84,8 +84,8 @@ class Interpreter:
 
     # --- runtime changes ----------------------------------------------------------------------
 
-    def apply_customization(self, obj: Mapping[str, Any]) -> Customization:
-        """Add or replace a ResourceInterpreterCustomization (scripts compile now).
+    async def apply_customization(self, obj: Mapping[str, Any]) -> Customization:
+        """Add or replace a ResourceInterpreterCustomization (new scripts are checked in a worker).
 
         Raises:
             InvalidCustomization: the object is malformed.
@@ -93,7 +93,7 @@ class Interpreter:
         """
         name = str((obj.get("metadata") or {}).get("name", ""))
         previous = self.customizations.get(name)
-        customization = self.customizations.apply(obj)
+        customization = await self.customizations.apply(obj)
         self._changed(_targets(previous, customization))
         return customization
 

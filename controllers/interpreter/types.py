@@ -11,8 +11,10 @@ backends that speak JSON (Lua, webhooks, the CLI) convert at one place. Errors::
     └── LuaError                  a Lua customization failed; .script names it
         ├── LuaSyntaxError        the script does not load (bad syntax, missing function)
         ├── LuaRuntimeError       the script raised, or used something the sandbox forbids
-        ├── LuaTimeout            one call ran past the time limit
-        └── LuaReturnTypeError    the script returned the wrong type or shape
+        ├── LuaReturnTypeError    the script returned the wrong type or shape
+        ├── LuaLimitExceeded      a call hit a limit: memory, result size; the message names it
+        │   └── LuaTimeout        one call ran past the time limit
+        └── LuaWorkerDied         the worker process running the call died (the signal named)
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ __all__ = [
     "InterpreterError",
     "InvalidCustomization",
     "LuaError",
+    "LuaLimitExceeded",
     "LuaReturnTypeError",
     "LuaRuntimeError",
     "LuaSyntaxError",
     "LuaTimeout",
+    "LuaWorkerDied",
     "NodeClaim",
     "NotSupported",
     "Operation",
@@ -95,15 +99,23 @@ class LuaSyntaxError(LuaError):
 
 
 class LuaRuntimeError(LuaError):
-    """The script raised an error, called a forbidden function or ran out of memory."""
-
-
-class LuaTimeout(LuaError):
-    """One call of the script ran longer than the limit and was stopped."""
+    """The script raised an error or called a forbidden function."""
 
 
 class LuaReturnTypeError(LuaError):
     """The script returned a value of the wrong type or shape for its operation."""
+
+
+class LuaLimitExceeded(LuaError):
+    """A call was stopped by a limit (memory, result size); the message names the limit."""
+
+
+class LuaTimeout(LuaLimitExceeded):
+    """One call of the script ran longer than the time limit and was stopped."""
+
+
+class LuaWorkerDied(LuaError):
+    """The worker process running the call died or did not start; the message says how."""
 
 
 def _mapping(value: Any, what: str) -> Mapping[str, Any]:

@@ -577,7 +577,7 @@ async def test_bad_input_becomes_events_and_conditions_and_spares_the_rest(
     host: ControlPlane, client: Client, namespace: str, members: Members
 ) -> None:
     interpreter = Interpreter()
-    interpreter.apply_customization(_failing_replicas("StatefulSet"))
+    await interpreter.apply_customization(_failing_replicas("StatefulSet"))
     placement = {
         "clusterAffinity": {"clusterNames": members.names},
         "replicaScheduling": {"replicaSchedulingType": "Duplicated"},

@@ -7,8 +7,10 @@ for the native defaults, status item lists, and broken files for the error paths
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +190,72 @@ def test_runs_as_a_separate_process() -> None:
     )
     assert done.returncode == 1
     assert done.stderr.startswith("error: cannot read desired file /nope")
+
+
+HOSTILE_CUSTOMIZATION = """
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata: {name: hostile}
+spec:
+  target: {apiVersion: workload.example.io/v1alpha1, kind: Workload}
+  customizations:
+    replicaResource:
+      luaScript: |
+        function GetReplicas(obj)
+          string.find(string.rep("a", 350), "a-a-a-a-b")
+          return 1
+        end
+"""
+
+
+def test_a_hostile_script_is_one_error_line_within_the_time_limit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    hostile = tmp_path / "hostile.yaml"
+    hostile.write_text(HOSTILE_CUSTOMIZATION)
+    start = time.monotonic()
+    status, output, err = interpret(
+        capsys, "--customization", str(hostile), "--operation", "InterpretReplica", *DESIRED
+    )
+    elapsed = time.monotonic() - start
+    assert (status, output) == (1, None)
+    assert err.startswith("error: hostile/replicaResource: GetReplicas ran longer than 1 s")
+    assert err.count("\n") == 1
+    assert elapsed < 1.2 + 1  # the call's 1.1 s, plus starting a worker
+
+
+def nested(depth: int) -> str:
+    return "a: " + "[" * depth + "]" * depth + "\n"
+
+
+def aliases(width: int, depth: int) -> str:
+    lines = ["l0: &l0 [x]"]
+    for level in range(1, depth + 1):
+        refs = ", ".join([f"*l{level - 1}"] * width)
+        lines.append(f"l{level}: &l{level} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (nested(5000), r"desired file .*input.yaml is nested too deeply$"),
+        (nested(300), r"desired file .*input.yaml is nested more than 200 levels deep$"),
+        (aliases(30, 5), r"holds more than 1000000 values \(YAML aliases count each use\)$"),
+        ("a: b\n\tc: d\n", r"is not valid YAML: found character '\\t' that cannot start any token"),
+    ],
+    ids=["recursion", "too-deep", "alias-bomb", "tab"],
+)
+def test_hostile_input_files_are_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "input.yaml"
+    path.write_text(text)
+    with_deadline = time.monotonic() + 10
+    status, output, err = interpret(
+        capsys, "--operation", "InterpretReplica", "--desired-file", str(path)
+    )
+    assert time.monotonic() < with_deadline
+    assert (status, output) == (1, None)
+    assert err.count("\n") == 1
+    assert re.search(message, err.strip()), err

@@ -119,7 +119,7 @@ async def test_precedence_is_customization_then_webhook_then_bundled_then_native
     interpreter = Interpreter(webhooks={"hook": webhook})
     assert (await interpreter.get_replicas(DEPLOY))[0] == 42  # webhook over native
     assert (await interpreter.get_replicas(CLONE))[0] == 42  # webhook over bundled
-    interpreter.apply_customization(
+    await interpreter.apply_customization(
         customization("mine", DEPLOYMENT, replicaResource=replicas_script(7))
     )
     assert (await interpreter.get_replicas(DEPLOY))[0] == 7  # customization over webhook
@@ -136,7 +136,7 @@ async def test_precedence_is_customization_then_webhook_then_bundled_then_native
 @asyncio_test
 async def test_precedence_is_per_operation() -> None:
     interpreter = Interpreter()
-    interpreter.apply_customization(customization(
+    await interpreter.apply_customization(customization(
         "retain-only", DEPLOYMENT,
         retention="function Retain(d, o) d.kept = true return d end",
     ))  # fmt: skip
@@ -167,11 +167,11 @@ async def test_webhooks_are_asked_in_name_order() -> None:
 @asyncio_test
 async def test_customizations_for_one_kind_merge_by_operation_first_name_wins() -> None:
     interpreter = Interpreter(native=None, thirdparty=None)
-    interpreter.apply_customization(customization(
+    await interpreter.apply_customization(customization(
         "b-second", DEPLOYMENT, replicaResource=replicas_script(2),
         healthInterpretation="function InterpretHealth(o) return true end",
     ))  # fmt: skip
-    interpreter.apply_customization(
+    await interpreter.apply_customization(
         customization("a-first", DEPLOYMENT, replicaResource=replicas_script(1))
     )
     assert (await interpreter.get_replicas(DEPLOY))[0] == 1
@@ -184,18 +184,18 @@ async def test_customizations_for_one_kind_merge_by_operation_first_name_wins() 
 @asyncio_test
 async def test_a_broken_update_keeps_the_previous_version() -> None:
     interpreter = Interpreter(native=None, thirdparty=None)
-    applied = interpreter.apply_customization(
+    applied = await interpreter.apply_customization(
         customization("mine", DEPLOYMENT, replicaResource=replicas_script(5))
     )
     assert applied.scripts == {Operation.INTERPRET_REPLICA: replicas_script(5)}
     script = interpreter.customizations.script_for(DEPLOYMENT, Operation.INTERPRET_REPLICA)
     with pytest.raises(LuaSyntaxError, match="mine/replicaResource"):
-        interpreter.apply_customization(
+        await interpreter.apply_customization(
             customization("mine", DEPLOYMENT, replicaResource="function GetReplicas(")
         )
     assert (await interpreter.get_replicas(DEPLOY))[0] == 5
     # Re-applying unchanged scripts reuses the compiled state.
-    interpreter.apply_customization(customization(
+    await interpreter.apply_customization(customization(
         "mine", DEPLOYMENT, replicaResource=replicas_script(5),
         healthInterpretation="function InterpretHealth(o) return true end",
     ))  # fmt: skip
@@ -274,15 +274,16 @@ def test_customizations_from_yaml() -> None:
         customizations_from_yaml("a: [")
 
 
-def test_listeners_hear_which_kinds_a_change_concerns() -> None:
+@asyncio_test
+async def test_listeners_hear_which_kinds_a_change_concerns() -> None:
     interpreter = Interpreter()
     heard: list[tuple[bool, bool]] = []
     interpreter.subscribe(lambda kinds: heard.append((kinds(DEPLOYMENT), kinds(CLONE_SET))))
 
-    interpreter.apply_customization(
+    await interpreter.apply_customization(
         customization("c", CLONE_SET, replicaResource=replicas_script(1))
     )
-    interpreter.apply_customization(
+    await interpreter.apply_customization(
         customization("c", DEPLOYMENT, replicaResource=replicas_script(2))
     )
     interpreter.remove_customization("c")

@@ -62,7 +62,7 @@ class WithdrawingReader(FakeClient):
 
 async def _writer() -> tuple[TemplateStatusWriter, WithdrawingReader, Events]:
     interpreter = Interpreter(thirdparty=None, native=None)
-    interpreter.apply_customization(CUSTOMIZATION)
+    await interpreter.apply_customization(CUSTOMIZATION)
     reader = WithdrawingReader(interpreter)
     workload = {
         "apiVersion": "workload.example.io/v1alpha1",

@@ -1,0 +1,397 @@
+"""Pool runs Lua customization scripts in a few worker processes, off the caller's event loop.
+
+A ``WorkerPool`` holds up to ``size`` worker processes (``worker``); ``LuaScript`` sends each call
+to an idle one and awaits the reply on a non-blocking pipe, so the event loop keeps serving every
+other controller meanwhile. The deadline is enforced from outside the Lua VM: a worker that has
+not answered ``timeout + KILL_GRACE`` seconds after a request is SIGKILLed (a C loop in a string
+pattern never returns to Lua's hook) and the call fails with ``WorkerFailure``; so does a call
+whose worker died (a C stack overflow's SIGSEGV, the ``RLIMIT_AS`` cap). Only that call fails: a
+replacement is started at once and boots while the failing call returns.
+
+The pool is bound to no event loop and no thread: its state is behind a lock, a call registers
+its pipe with whichever loop awaits it, and a call waiting for a free worker is woken through a
+pipe of its own. Workers die with the thread that started them (``PR_SET_PDEATHSIG``), are killed
+by ``close`` (registered at exit for ``default_pool``), and are never inherited by a fork.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import lupa  # type: ignore[import-untyped]
+import orjson
+
+import controllers
+from controllers.interpreter.sandbox import dumps, loads
+from controllers.interpreter.worker import HEADER, MAX_FRAME
+
+__all__ = [
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_WORKER_MEMORY",
+    "KILL_GRACE",
+    "START_TIMEOUT",
+    "ScriptSpec",
+    "WorkerFailure",
+    "WorkerPool",
+    "default_pool",
+]
+
+DEFAULT_POOL_SIZE: Final = 2
+"""Worker processes of the default pool (each ~15 MiB resident)."""
+
+DEFAULT_WORKER_MEMORY: Final = 512 * 2**20
+"""Address space one worker may map (``RLIMIT_AS``); each script's Lua heap has its own cap."""
+
+KILL_GRACE: Final = 0.1
+"""Seconds past a call's time limit before its worker is killed (the in-VM stop comes first)."""
+
+START_TIMEOUT: Final = 30.0
+"""Seconds a new worker may take to start (not counted in any call's time limit)."""
+
+PENDING: Final = object()
+"""What ``_Worker.read_some`` answers while a reply has not arrived."""
+
+_BOOTSTRAP: Final = """
+import sys, types
+sys.path[:0] = __import__("json").loads(sys.argv[1])
+package = types.ModuleType("controllers.interpreter")
+package.__path__ = [sys.argv[2]]
+sys.modules["controllers.interpreter"] = package
+from controllers.interpreter import worker
+worker.main(sys.argv[3:])
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptSpec:
+    """What a worker needs to compile a script: ``ident`` is unique per script in the process."""
+
+    ident: int
+    source: str
+    function: str
+    timeout: float
+    max_memory: int
+
+
+class WorkerFailure(Exception):
+    """A worker did not answer: ``reason`` is ``timeout``, ``died`` or ``start``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _import_roots() -> list[str]:
+    """Where the worker finds lupa, orjson and this repository (it runs with ``-I -S``)."""
+    roots: list[str] = []
+    for module in (controllers, lupa, orjson):
+        root = str(Path(module.__file__ or "").resolve().parent.parent)
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        return f"{signal.Signals(-returncode).name} (signal {-returncode})"
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+class _Worker:
+    """One worker process and the non-blocking ends of its pipes; used by one call at a time."""
+
+    def __init__(self, memory: int) -> None:
+        here = Path(__file__).resolve().parent
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(_import_roots()),
+             str(here), str(os.getpid()), str(memory)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+            close_fds=True,
+        )  # fmt: skip
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.requests = self.process.stdin.fileno()
+        self.replies = self.process.stdout.fileno()
+        os.set_blocking(self.requests, False)
+        os.set_blocking(self.replies, False)
+        self.pid = self.process.pid
+        self.ready = False
+        self._buffer = bytearray()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the process and close the pipes; the pool reaps it later."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def write_some(self, data: memoryview) -> memoryview:
+        """Write what the pipe takes now; what is left (all written, or it died: nothing)."""
+        try:
+            return data[os.write(self.requests, data) :]
+        except BlockingIOError:
+            return data
+        except BrokenPipeError:
+            return data[:0]  # it died: the reply's EOF says how
+
+    def read_some(self) -> Any:
+        """The next message if it has arrived, ``PENDING`` if not, None at EOF (it is gone)."""
+        while True:
+            if len(self._buffer) >= HEADER.size:
+                (size,) = HEADER.unpack_from(self._buffer)
+                if size > MAX_FRAME:
+                    raise WorkerFailure("died", f"the worker sent a {size}-byte message")
+                end = HEADER.size + size
+                if len(self._buffer) >= end:
+                    message = loads(memoryview(self._buffer)[HEADER.size : end])
+                    del self._buffer[:end]
+                    return message
+            try:
+                chunk = os.read(self.replies, 1 << 16)
+            except BlockingIOError:
+                return PENDING
+            if not chunk:
+                return None
+            self._buffer += chunk
+
+    async def exchange(self, data: memoryview, limit: float) -> Any:
+        """Send a message and return the reply (None at EOF); PENDING if ``limit`` s passed."""
+        # Most replies are there once the write returns (on a busy machine the write hands the
+        # CPU to the worker), so the wait, and its cancel scope, is only set up when needed.
+        deadline = time.monotonic() + limit
+        data = self.write_some(data)
+        reply = PENDING if data else self.read_some()
+        if reply is not PENDING:
+            return reply
+        with anyio.move_on_after(deadline - time.monotonic()):
+            while data:
+                await anyio.wait_writable(self.requests)
+                data = self.write_some(data)
+            while reply is PENDING:
+                await anyio.wait_readable(self.replies)
+                reply = self.read_some()
+        return reply
+
+    async def exit_status(self) -> str:
+        """How the process ended, once its pipe said it did (it may take a moment to be reaped)."""
+        for _ in range(50):
+            if self.process.poll() is not None:
+                return _signal_name(self.process.returncode)
+            await anyio.sleep(0.002)
+        self.kill()
+        return "it closed its pipe"
+
+
+class WorkerPool:
+    """Up to ``size`` worker processes running customization scripts, started on demand.
+
+    ``memory`` caps each worker's address space. Thread- and event-loop-safe.
+    """
+
+    def __init__(
+        self, size: int = DEFAULT_POOL_SIZE, *, memory: int = DEFAULT_WORKER_MEMORY
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"a worker pool needs at least one worker, got {size}")
+        self.size = size
+        self.memory = memory
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._count = 0  # workers started and not yet discarded: idle or busy
+        self._waiters: list[int] = []  # write ends of the pipes of calls waiting for a worker
+        self._dead: list[_Worker] = []  # killed, not yet reaped
+        self._closed = False
+        self._owner = os.getpid()
+
+    def pids(self) -> list[int]:
+        """The process ids of the idle workers (for tests and the benchmark)."""
+        with self._lock:
+            return [w.pid for w in self._idle]
+
+    async def run(self, script: ScriptSpec, args: list[Any] | None) -> list[Any]:
+        """Call ``script`` on ``args`` in a worker (None: only load it); the worker's reply.
+
+        The reply is ``["ok", value]`` or ``["error", kind, message]`` (see ``worker``).
+
+        Raises:
+            WorkerFailure: the worker passed the deadline (killed), died, or did not start.
+            TypeError, ValueError: an argument has no JSON form (or is nested too deeply).
+        """
+        load = ["load", script.ident, script.source, script.function, script.timeout,
+                script.max_memory]  # fmt: skip
+        request = dumps(load if args is None else ["call", script.ident, args])
+        worker = await self._acquire()
+        healthy = False
+        try:
+            reply = await self._exchange(worker, request, script.timeout)
+            if reply[0] == "need":  # this worker has not compiled the script yet
+                reply = await self._exchange(worker, dumps(load), script.timeout)
+                if reply[0] == "ok":
+                    reply = await self._exchange(worker, request, script.timeout)
+            healthy = True
+            return reply
+        finally:
+            self._release(worker, healthy)
+
+    async def stats(self) -> dict[str, Any]:
+        """One worker's pid, resident memory (``rss_kib``) and imported modules."""
+        worker = await self._acquire()
+        healthy = False
+        try:
+            reply = await self._exchange(worker, dumps(["stats"]), START_TIMEOUT)
+            healthy = True
+            result: dict[str, Any] = reply[1]
+            return result
+        finally:
+            self._release(worker, healthy)
+
+    async def _exchange(self, worker: _Worker, request: bytes, timeout: float) -> list[Any]:
+        if not worker.ready:
+            await self._started(worker)
+        limit = timeout + KILL_GRACE
+        reply = await worker.exchange(memoryview(HEADER.pack(len(request)) + request), limit)
+        if reply is None:
+            raise WorkerFailure("died", f"its worker died of {await worker.exit_status()}")
+        if reply is PENDING:
+            raise WorkerFailure("timeout", f"its worker was killed after {limit:g} s")
+        return list(reply)
+
+    async def _started(self, worker: _Worker) -> None:
+        ready = await worker.exchange(memoryview(b""), START_TIMEOUT)
+        if ready is PENDING:
+            message = f"the interpreter worker did not start in {START_TIMEOUT:g} s"
+            raise WorkerFailure("start", message)
+        if ready is None or ready[0] != "ready":
+            status = await worker.exit_status() if ready is None else f"it said {ready!r}"
+            raise WorkerFailure("start", f"the interpreter worker did not start: {status}")
+        worker.ready = True
+
+    # --- workers in and out ---------------------------------------------------------------------
+
+    async def _acquire(self) -> _Worker:
+        while True:
+            with self._lock:
+                self._check_owner()
+                if self._closed:
+                    raise WorkerFailure("start", "the interpreter worker pool is closed")
+                self._reap()
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive():
+                        return worker
+                    # Died idle (its starting thread ended?): not a call's failure, start anew.
+                    self._discard(worker)
+                if self._count < self.size:
+                    self._count += 1
+                    break
+                wake_read, wake_write = os.pipe()
+                self._waiters.append(wake_write)
+            try:
+                await anyio.wait_readable(wake_read)
+            finally:
+                with self._lock:
+                    if wake_write in self._waiters:
+                        self._waiters.remove(wake_write)
+                        os.close(wake_write)
+                os.close(wake_read)
+        try:
+            return _Worker(self.memory)
+        except BaseException:
+            with self._lock:
+                self._count -= 1
+                self._wake()
+            raise
+
+    def _release(self, worker: _Worker, healthy: bool) -> None:
+        """Give a worker back; one whose state is unknown (failed, cancelled) is replaced."""
+        replace = False
+        with self._lock:
+            if healthy and not self._closed and os.getpid() == self._owner:
+                self._idle.append(worker)
+            else:
+                self._discard(worker)
+                replace = not self._closed and os.getpid() == self._owner
+                if replace:
+                    self._count += 1
+            self._wake()
+        if replace:
+            # Started now, so it boots while the failed call returns; its first call waits for it.
+            try:
+                fresh = _Worker(self.memory)
+            except OSError:
+                with self._lock:
+                    self._count -= 1
+                return
+            with self._lock:
+                self._idle.insert(0, fresh)
+                self._wake()
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.kill()
+        self._dead.append(worker)
+        self._count -= 1
+
+    def _wake(self) -> None:
+        for wake_write in self._waiters:
+            with contextlib.suppress(OSError):
+                os.write(wake_write, b"x")
+            os.close(wake_write)
+        self._waiters.clear()
+
+    def _reap(self) -> None:
+        self._dead = [w for w in self._dead if w.process.poll() is None]
+
+    def _check_owner(self) -> None:
+        if os.getpid() != self._owner:  # a forked child: these workers are the parent's
+            self._idle, self._dead, self._count, self._owner = [], [], 0, os.getpid()
+
+    def close(self) -> None:
+        """Kill every idle worker and wait for them; busy ones are killed when they return."""
+        with self._lock:
+            self._closed = True
+            workers, self._idle = self._idle, []
+            for worker in workers:
+                self._discard(worker)
+            dead, self._dead = self._dead, []
+            self._wake()
+        deadline = time.monotonic() + 5
+        for worker in dead:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(max(0.0, deadline - time.monotonic()))
+
+
+_default: WorkerPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> WorkerPool:
+    """The process-wide pool every ``LuaScript`` uses unless given one; closed at exit."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._owner != os.getpid():
+            _default = WorkerPool()
+            atexit.register(_default.close)
+        return _default

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
@@ -21,7 +22,7 @@ from types import FrameType
 from typing import Any, Final
 
 import yaml
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from controllers.api import CRD_DIRECTORY
@@ -51,12 +52,20 @@ class CaseTimeout(AssertionError):
 
 
 def fuzz_settings(max_examples: int) -> settings:
-    """Reproducible settings: derandomized, no example database, ``max_examples`` cases."""
+    """Reproducible settings: derandomized, no example database, ``max_examples`` cases.
+
+    ``FUZZ_SHRINK=0`` in the environment skips shrinking, to see a first failure fast.
+    """
+    phases = [Phase.explicit, Phase.generate]
+    if os.environ.get("FUZZ_SHRINK") != "0":
+        phases.append(Phase.shrink)
     return settings(
         max_examples=max_examples,
         derandomize=True,
         database=None,
         deadline=_DEADLINE,
+        phases=phases,
+        report_multiple_bugs=False,
         print_blob=False,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
@@ -78,12 +87,24 @@ def within(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+class _Deep(list[Any]):
+    """The outer list of a deeply nested value; shown as ``deep(n)`` in Hypothesis' reports,
+    whose pretty printer would itself recurse too deep."""
+
+    depth: int
+
+    def __repr__(self) -> str:
+        return f"deep({self.depth})"
+
+
 def deep(depth: int, leaf: Any = "x") -> Any:
-    """``leaf`` wrapped in ``depth`` alternating single-key dicts and one-item lists."""
+    """``leaf`` wrapped in ``depth`` alternating one-item lists and single-key dicts."""
     value = leaf
-    for level in range(depth):
+    for level in range(depth - 1):
         value = {"a": value} if level % 2 else [value]
-    return value
+    outer = _Deep([value])
+    outer.depth = depth
+    return outer
 
 
 # Field names the controllers read, so random objects hit real branches.
@@ -147,43 +168,48 @@ label_maps: Final = st.dictionaries(
 )
 
 
-def _string(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+def _string(schema: Mapping[str, Any], malformed: bool) -> st.SearchStrategy[Any]:
     if "enum" in schema:
-        return st.one_of(
-            st.sampled_from(schema["enum"]), st.sampled_from(schema["enum"]), nasty_text
-        )
+        enum = st.sampled_from(schema["enum"])
+        return st.one_of(enum, enum, nasty_text) if malformed else enum
     return nasty_text
 
 
-def _integer(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+def _integer() -> st.SearchStrategy[Any]:
     return st.one_of(st.integers(-2, 12), st.integers(-2, 12), st.sampled_from(_HUGE))
 
 
-def _object(schema: Mapping[str, Any], depth: int) -> st.SearchStrategy[Any]:
+def _object(schema: Mapping[str, Any], depth: int, malformed: bool) -> st.SearchStrategy[Any]:
     properties = schema.get("properties")
     if properties:
-        return st.fixed_dictionaries(
-            {}, optional={key: from_schema(value, depth + 1) for key, value in properties.items()}
-        )
+        optional = {
+            key: from_schema(value, depth + 1, malformed=malformed)
+            for key, value in properties.items()
+        }
+        return st.fixed_dictionaries({}, optional=optional)
     extra = schema.get("additionalProperties")
     if isinstance(extra, Mapping):
-        return st.dictionaries(nasty_text, from_schema(extra, depth + 1), max_size=3)
-    return json_values
+        return st.dictionaries(
+            nasty_text, from_schema(extra, depth + 1, malformed=malformed), max_size=3
+        )
+    # x-kubernetes-preserve-unknown-fields: any object.
+    return st.dictionaries(st.one_of(st.sampled_from(_FIELDS), nasty_text), json_values, max_size=4)
 
 
-def _typed(schema: Mapping[str, Any], depth: int) -> st.SearchStrategy[Any]:
+def _typed(schema: Mapping[str, Any], depth: int, malformed: bool) -> st.SearchStrategy[Any]:
     """Values of the schema's own type (contents may still be malformed further down)."""
     if schema.get("x-kubernetes-int-or-string"):
-        return st.one_of(_integer(schema), nasty_text)
+        return st.one_of(_integer(), nasty_text)
     kind = schema.get("type")
     if kind == "object":
-        return _object(schema, depth)
+        return _object(schema, depth, malformed)
     if kind == "array":
-        return st.lists(from_schema(schema.get("items") or {}, depth + 1), max_size=3)
+        items = from_schema(schema.get("items") or {}, depth + 1, malformed=malformed)
+        return st.lists(items, max_size=3)
     if kind == "string":
-        return _string(schema)
+        return _string(schema, malformed)
     if kind == "integer":
-        return _integer(schema)
+        return _integer()
     if kind == "number":
         return _numbers
     if kind == "boolean":
@@ -191,15 +217,21 @@ def _typed(schema: Mapping[str, Any], depth: int) -> st.SearchStrategy[Any]:
     return json_values
 
 
-def from_schema(schema: Mapping[str, Any], depth: int = 0) -> st.SearchStrategy[Any]:
+def from_schema(
+    schema: Mapping[str, Any], depth: int = 0, *, malformed: bool = True
+) -> st.SearchStrategy[Any]:
     """Values shaped by the openAPIV3Schema ``schema``, any node possibly ``MALFORMED``.
 
     Well-formed nodes are three times as likely as malformed ones, so cases get deep; below
-    depth 8 every node is malformed-or-JSON, which bounds the strategy's size.
+    depth 8 every node is malformed-or-JSON, which bounds the strategy's size. With
+    ``malformed=False`` every node has its schema's type and enum strings keep to the enum
+    (what the apiserver lets through), while numbers and strings stay hostile.
     """
+    typed = st.deferred(lambda: _typed(schema, depth, malformed))
+    if not malformed:
+        return typed if depth <= 8 else st.none()
     if depth > 8:
         return st.one_of(MALFORMED, json_values)
-    typed = st.deferred(lambda: _typed(schema, depth))
     return st.one_of(typed, typed, typed, MALFORMED)
 
 

@@ -160,7 +160,7 @@ from controllers.api.policy import (
     propagation_spec,
     replica_scheduling_type_of,
 )
-from controllers.api.shape import object_field, shape_problems
+from controllers.api.shape import nested_deeper_than, object_field, shape_problems
 from controllers.api.work import (
     APPLIED_FAILED_REASON,
     APPLIED_SUCCESSFUL_REASON,
@@ -374,6 +374,7 @@ __all__ = [
     "is_cluster_ready",
     "is_reserved_namespace",
     "manifests_of",
+    "nested_deeper_than",
     "object_field",
     "override_spec",
     "preemption_of",

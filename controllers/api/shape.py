@@ -7,7 +7,8 @@ the wrong type must be refused with a message, not crash a reconcile with a Type
 ``Literal[...]``, a union, a scalar type) and names each field whose JSON type differs, in the
 words of apimachinery's field errors. As the apiserver prunes them, null fields count as absent
 and unknown fields are ignored (a null list item or map value is a wrong type); ``Any`` accepts
-everything. ``object_field`` reads a part that must be an object, empty when it is not.
+everything. ``object_field`` reads a part that must be an object, empty when it is not;
+``nested_deeper_than`` bounds nesting before recursive code meets it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, Final, Literal, Union, get_args, get_origin, is_typeddict
 
-__all__ = ["object_field", "shape_problems"]
+__all__ = ["nested_deeper_than", "object_field", "shape_problems"]
 
 _JSON_TYPES: Final = (
     (type(None), "null"),
@@ -164,3 +165,25 @@ def object_field(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """
     value = obj.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` has more than ``limit`` levels of lists and objects.
+
+    Iterative: the recursive code that copies, patches and serialises objects fails near
+    Python's recursion limit (about 500 levels for copy.deepcopy), the client's JSON decoder
+    accepts 1,024.
+    """
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from controllers.binding import OverrideError, apply_overrides
+from controllers.binding import OverrideError, OverrideResult, apply_overrides
 from tests.fuzz.strategies import (
     crd_schema,
     deep,
@@ -58,7 +58,8 @@ pointers = st.one_of(
         [
             "/spec/replicas", "/spec/template/spec/containers/0/image", "/metadata/labels/app",
             "/spec/extra", "/metadata/annotations/x", "/spec/template/spec/containers/1/args/-",
-            "/spec/template/metadata/annotations/config", "/spec/template/metadata/annotations/yaml",
+            "/spec/template/metadata/annotations/config",
+            "/spec/template/metadata/annotations/yaml",
             "/spec/template/spec/containers/-", "/spec/template/spec/containers/9", "/metadata",
             "", "/", "spec", "/spec//x", "/a~2b", "/spec/template/spec/containers/01", "/~1",
         ]
@@ -150,32 +151,44 @@ policies = st.lists(
 )
 
 
-@fuzz_settings(max_examples=250)
-@given(found=policies)
-def test_overrides_apply_or_raise_an_override_error(found: list[dict[str, Any]]) -> None:
-    manifest = copy.deepcopy(DEPLOYMENT)
-    cluster_policies = [p for p in found if p["kind"] == "ClusterOverridePolicy"]
-    namespaced = [p for p in found if p["kind"] == "OverridePolicy"]
+def _name(policy: dict[str, Any]) -> str:
+    metadata = policy["metadata"]
+    return (
+        f"{metadata['namespace']}/{metadata['name']}"
+        if "namespace" in metadata
+        else metadata["name"]
+    )
+
+
+def _apply(manifest: dict[str, Any], found: list[dict[str, Any]]) -> OverrideResult | OverrideError:
+    """The result of applying ``found`` to ``manifest`` in member1, or the OverrideError."""
     try:
         with within(5):
             result = apply_overrides(
                 manifest,
                 MEMBER,
-                cluster_override_policies=cluster_policies,
-                override_policies=namespaced,
+                cluster_override_policies=[p for p in found if "namespace" not in p["metadata"]],
+                override_policies=[p for p in found if "namespace" in p["metadata"]],
             )
-            annotations = result.annotations()
-            # The manifest goes into a Work: it must still be JSON.
-            json.dumps(result.manifest, allow_nan=False)
+            result.annotations()
     except OverrideError as error:
-        event("OverrideError")
-        assert error.policy in {p["metadata"].get("namespace", "") + "/" + p["metadata"]["name"]
-                                for p in namespaced} | {p["metadata"]["name"] for p in cluster_policies}  # fmt: skip
-        assert str(error)
+        return error
+    return result
+
+
+@fuzz_settings(max_examples=250)
+@given(found=policies)
+def test_overrides_apply_or_raise_an_override_error(found: list[dict[str, Any]]) -> None:
+    manifest = copy.deepcopy(DEPLOYMENT)
+    outcome = _apply(manifest, found)
+    event(type(outcome).__name__)
+    if isinstance(outcome, OverrideError):
+        assert outcome.policy in {_name(policy) for policy in found}
+        assert str(outcome)
     else:
-        event("applied")
-        assert isinstance(result.manifest, dict)
-        assert all(isinstance(value, str) for value in annotations.values())
+        # The manifest goes into a Work: it must still be JSON, and so must the annotations.
+        json.dumps(outcome.manifest, allow_nan=False)
+        assert all(isinstance(value, str) for value in outcome.annotations().values())
     assert manifest == DEPLOYMENT, "the caller's manifest is never changed"
 
 
@@ -185,10 +198,7 @@ def test_a_value_of_any_depth_is_applied_or_refused(depth: int, path: str) -> No
     # The apiserver's JSON accepts about 1,000 levels; copying and patching recurse on them.
     plaintext = [{"path": path, "operator": "add", "value": deep(depth)}]
     policy = _policy("ClusterOverridePolicy", "deep", {"overriders": {"plaintext": plaintext}})
-    try:
-        with within(5):
-            result = apply_overrides(DEPLOYMENT, MEMBER, cluster_override_policies=[policy])
-            json.dumps(result.annotations())
-    except OverrideError as error:
-        event("OverrideError")
-        assert error.policy == "deep"
+    outcome = _apply(DEPLOYMENT, [policy])
+    event(type(outcome).__name__)
+    if isinstance(outcome, OverrideError):
+        assert outcome.policy == "deep"

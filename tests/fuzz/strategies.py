@@ -36,6 +36,7 @@ __all__ = [
     "fuzz_settings",
     "json_values",
     "label_maps",
+    "mostly",
     "nasty_text",
     "within",
 ]
@@ -97,6 +98,12 @@ class _Deep(list[Any]):
         return f"deep({self.depth})"
 
 
+def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``good`` nine times in ten, else ``bad`` (``one_of`` would pick each half the time)."""
+    # sampled_from shrinks towards its first items, so minimal failing cases keep the good parts.
+    return _choice(*[good] * 9, bad)
+
+
 def deep(depth: int, leaf: Any = "x") -> Any:
     """``leaf`` wrapped in ``depth`` alternating one-item lists and single-key dicts."""
     value = leaf
@@ -151,7 +158,13 @@ json_values: Final = st.recursive(
 )
 """Any JSON value (plus NaN and infinities), keys biased towards fields the controllers read."""
 
-MALFORMED: Final = st.one_of(
+def _choice(*options: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    # one_of flattens nested one_ofs into one list of branches, so a one_of of many scalars
+    # would outweigh the well-formed branch beside it; a flatmap over a choice stays one branch.
+    return st.sampled_from(options).flatmap(lambda chosen: chosen)
+
+
+MALFORMED: Final = _choice(
     _scalars,
     st.just([]),
     st.just({}),
@@ -231,8 +244,8 @@ def from_schema(
     if not malformed:
         return typed if depth <= 8 else st.none()
     if depth > 8:
-        return st.one_of(MALFORMED, json_values)
-    return st.one_of(typed, typed, typed, MALFORMED)
+        return _choice(MALFORMED, json_values)
+    return _choice(typed, typed, typed, MALFORMED)
 
 
 @cache

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from controllers.interpreter import AggregatedStatusItem, InterpreterError
+from controllers.interpreter import AggregatedStatusItem, InterpreterError, ReplicaRequirements
 from controllers.interpreter.webhook import InterpreterWebhook, WebhookBackend
-from tests.fuzz.strategies import MALFORMED, fuzz_settings, json_values, nasty_text, within
+from tests.fuzz.strategies import MALFORMED, fuzz_settings, json_values, mostly, nasty_text, within
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -48,11 +48,6 @@ DEPLOYMENT: dict[str, Any] = {
     "metadata": {"name": "web", "namespace": "default"},
     "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "web"}]}}},
 }
-
-
-def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """``good`` nine times in ten, else ``bad``."""
-    return st.integers(0, 9).flatmap(lambda draw: bad if draw == 0 else good)
 
 
 def _patch(operations: Any) -> str:
@@ -160,7 +155,7 @@ async def test_every_reply_gives_a_result_or_an_interpreter_error(
         replicas, requirements = outcome
         assert isinstance(replicas, int)
         assert 0 <= replicas < 2**31
-        assert requirements is None or isinstance(requirements, dict)
+        assert requirements is None or isinstance(requirements, ReplicaRequirements)
     elif operation == "interpret_health":
         assert isinstance(outcome, bool)
     elif operation in ("get_dependencies", "get_components"):

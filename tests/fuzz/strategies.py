@@ -15,6 +15,7 @@ import contextlib
 import math
 import os
 import signal
+import time
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from functools import cache
@@ -74,18 +75,26 @@ def fuzz_settings(max_examples: int) -> settings:
 
 @contextlib.contextmanager
 def within(seconds: float) -> Iterator[None]:
-    """Raise ``CaseTimeout`` in the main thread if the block runs longer than ``seconds``."""
+    """Raise ``CaseTimeout`` in the main thread if the block runs longer than ``seconds``.
+
+    pytest-timeout arms the same timer (SIGALRM) for the whole test; its handler and remaining
+    time are restored afterwards, so its limit still holds.
+    """
 
     def expire(signum: int, frame: FrameType | None) -> None:
         raise CaseTimeout(f"the case ran longer than {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            left = outer - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
 
 
 class _Deep(list[Any]):
@@ -157,6 +166,7 @@ json_values: Final = st.recursive(
     max_leaves=12,
 )
 """Any JSON value (plus NaN and infinities), keys biased towards fields the controllers read."""
+
 
 def _choice(*options: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     # one_of flattens nested one_ofs into one list of branches, so a one_of of many scalars

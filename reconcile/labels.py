@@ -107,25 +107,49 @@ def parse_selector(text: str | None) -> Selector:
     return Selector(tuple(requirements))
 
 
+def _strings(values: object, what: str) -> frozenset[str]:
+    if values is None:
+        return frozenset()
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{what} must be a list of strings")
+    return frozenset(values)
+
+
+def _requirement(expression: object) -> Requirement:
+    if not isinstance(expression, Mapping):
+        raise ValueError("a matchExpressions entry must be an object")
+    operator = str(expression.get("operator", "")).lower()
+    key = expression.get("key")
+    if operator not in _OPERATORS:
+        raise ValueError(f"unknown label selector operator {expression.get('operator')!r}")
+    if not isinstance(key, str):
+        raise ValueError(f"a matchExpressions key must be a string, not {key!r}")
+    values = _strings(expression.get("values"), f"the values of {key!r}")
+    if operator in ("in", "notin") and not values:
+        raise ValueError(f"operator {expression['operator']} needs values")
+    return Requirement(key, operator, values)
+
+
 def selector_from_label_selector(spec: Mapping[str, Any] | None) -> Selector:
     """A Selector from a LabelSelector object (matchLabels + matchExpressions).
 
     Raises:
-        ValueError: an unknown operator, or In/NotIn without values.
+        ValueError: an unknown operator, In/NotIn without values, or a field of the wrong type.
     """
     if not spec:
         return Selector()
-    requirements = [
-        Requirement(k, "=", frozenset([v])) for k, v in (spec.get("matchLabels") or {}).items()
-    ]
-    for expression in spec.get("matchExpressions") or []:
-        operator = str(expression.get("operator", "")).lower()
-        values = frozenset(expression.get("values") or ())
-        if operator not in _OPERATORS:
-            raise ValueError(f"unknown label selector operator {expression.get('operator')!r}")
-        if operator in ("in", "notin") and not values:
-            raise ValueError(f"operator {expression['operator']} needs values")
-        requirements.append(Requirement(expression["key"], operator, values))
+    if not isinstance(spec, Mapping):
+        raise ValueError("a label selector must be an object")
+    labels = spec.get("matchLabels") or {}
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ValueError("matchLabels must map strings to strings")
+    expressions = spec.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise ValueError("matchExpressions must be a list")
+    requirements = [Requirement(k, "=", frozenset([v])) for k, v in labels.items()]
+    requirements += [_requirement(expression) for expression in expressions]
     return Selector(tuple(requirements))
 
 
@@ -178,9 +202,17 @@ def _labels_problems(labels: Mapping[str, Any], path: str) -> list[str]:
     return problems
 
 
-def _requirement_problems(requirement: Mapping[str, Any], path: str) -> list[str]:
+def _not_a(kind: str, value: object, path: str) -> list[str]:
+    return [f"{path}: Invalid value: {type(value).__name__}: must be of type {kind}"]
+
+
+def _requirement_problems(requirement: object, path: str) -> list[str]:
+    if not isinstance(requirement, Mapping):
+        return _not_a("object", requirement, path)
     problems = []
     operator, values = requirement.get("operator"), requirement.get("values") or []
+    if not isinstance(values, list):
+        return _not_a("array", values, f"{path}.values")
     if operator in _VALUES_REQUIRED and not values:
         problems.append(
             f"{path}.values: Required value: must be specified when `operator` is 'In' or 'NotIn'"
@@ -206,11 +238,18 @@ def validate_label_selector(selector: Mapping[str, Any] | None, path: str) -> li
 
     matchLabels keys must be qualified names and values label values; a matchExpressions entry
     needs a known operator, values exactly when it is In or NotIn, a qualified-name key and
-    label-value values.
+    label-value values. A part of the wrong JSON type is one problem naming its path.
     """
     if not selector:
         return []
-    problems = _labels_problems(selector.get("matchLabels") or {}, f"{path}.matchLabels")
-    for index, requirement in enumerate(selector.get("matchExpressions") or []):
+    if not isinstance(selector, Mapping):
+        return _not_a("object", selector, path)
+    labels, expressions = selector.get("matchLabels") or {}, selector.get("matchExpressions") or []
+    if not isinstance(labels, Mapping):
+        return _not_a("object", labels, f"{path}.matchLabels")
+    if not isinstance(expressions, list):
+        return _not_a("array", expressions, f"{path}.matchExpressions")
+    problems = _labels_problems(labels, f"{path}.matchLabels")
+    for index, requirement in enumerate(expressions):
         problems += _requirement_problems(requirement, f"{path}.matchExpressions[{index}]")
     return problems

@@ -3,9 +3,9 @@
 The kinds are Karmada's own (policy.karmada.io, work.karmada.io, cluster.karmada.io,
 config.karmada.io) with the same field names, so real Karmada manifests apply unchanged; their
 CRDs live in ``deploy/crds`` (``crd_paths()``). Objects stay plain dicts; the TypedDicts name the
-fields the controllers read, and the accessors (``propagation_spec``, ``binding_spec``, ...) return
-those parts typed; the well-known labels, annotations, finalizers and namespaces (``names``) are
-re-exported here too.
+fields the controllers read, the accessors (``propagation_spec``, ``binding_spec``, ...) return
+those parts typed, and ``shape_problems`` says where a value lacks a TypedDict's shape; the
+well-known labels, annotations, finalizers and namespaces (``names``) are re-exported here too.
 """
 
 from __future__ import annotations
@@ -160,6 +160,7 @@ from controllers.api.policy import (
     propagation_spec,
     replica_scheduling_type_of,
 )
+from controllers.api.shape import nested_deeper_than, object_field, shape_problems
 from controllers.api.work import (
     APPLIED_FAILED_REASON,
     APPLIED_SUCCESSFUL_REASON,
@@ -373,11 +374,14 @@ __all__ = [
     "is_cluster_ready",
     "is_reserved_namespace",
     "manifests_of",
+    "nested_deeper_than",
+    "object_field",
     "override_spec",
     "preemption_of",
     "priority_of",
     "propagation_spec",
     "replica_scheduling_type_of",
+    "shape_problems",
     "target_clusters",
     "webhooks_of",
     "work_spec",

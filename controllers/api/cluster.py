@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypedDict, cast
 
+from controllers.api.shape import object_field
 from reconcile import GVK, Condition, Resource, is_condition_true
 
 __all__ = [
@@ -129,13 +130,13 @@ class ClusterStatus(TypedDict, total=False):
 
 
 def cluster_spec(cluster: Mapping[str, Any]) -> ClusterSpec:
-    """The spec of a Cluster (empty when missing)."""
-    return cast(ClusterSpec, cluster.get("spec") or {})
+    """The spec of a Cluster (empty if missing or not an object)."""
+    return cast(ClusterSpec, object_field(cluster, "spec"))
 
 
 def cluster_status(cluster: Mapping[str, Any]) -> ClusterStatus:
-    """The status of a Cluster (empty when missing)."""
-    return cast(ClusterStatus, cluster.get("status") or {})
+    """The status of a Cluster (empty if missing or not an object)."""
+    return cast(ClusterStatus, object_field(cluster, "status"))
 
 
 def is_cluster_ready(cluster: Mapping[str, Any]) -> bool:

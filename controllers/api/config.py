@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypedDict, cast
 
+from controllers.api.shape import object_field
 from reconcile import GVK, Resource
 
 __all__ = [
@@ -148,8 +149,8 @@ class ResourceInterpreterWebhook(TypedDict, total=False):
 
 
 def customization_spec(customization: Mapping[str, Any]) -> ResourceInterpreterCustomizationSpec:
-    """The spec of a ResourceInterpreterCustomization (empty when missing)."""
-    return cast(ResourceInterpreterCustomizationSpec, customization.get("spec") or {})
+    """The spec of a ResourceInterpreterCustomization (empty if missing or not an object)."""
+    return cast(ResourceInterpreterCustomizationSpec, object_field(customization, "spec"))
 
 
 def customization_target(customization: Mapping[str, Any]) -> GVK:

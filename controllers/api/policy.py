@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypedDict, cast
 
+from controllers.api.shape import object_field
 from reconcile import GVK, Resource
 
 __all__ = [
@@ -331,13 +332,13 @@ class OverrideSpec(TypedDict, total=False):
 
 
 def propagation_spec(policy: Mapping[str, Any]) -> PropagationSpec:
-    """The spec of a PropagationPolicy or ClusterPropagationPolicy (empty when missing)."""
-    return cast(PropagationSpec, policy.get("spec") or {})
+    """A (Cluster)PropagationPolicy's spec (empty if missing or not an object)."""
+    return cast(PropagationSpec, object_field(policy, "spec"))
 
 
 def override_spec(policy: Mapping[str, Any]) -> OverrideSpec:
-    """The spec of an OverridePolicy or ClusterOverridePolicy (empty when missing)."""
-    return cast(OverrideSpec, policy.get("spec") or {})
+    """A (Cluster)OverridePolicy's spec (empty if missing or not an object)."""
+    return cast(OverrideSpec, object_field(policy, "spec"))
 
 
 def priority_of(spec: PropagationSpec) -> int:

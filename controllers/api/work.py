@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal, TypedDict, cast
 
 from controllers.api.policy import ConflictResolution, Placement, Toleration
+from controllers.api.shape import object_field
 from reconcile import GVK, Condition, Resource
 
 __all__ = [
@@ -231,13 +232,13 @@ class WorkStatus(TypedDict, total=False):
 
 
 def binding_spec(binding: Mapping[str, Any]) -> ResourceBindingSpec:
-    """The spec of a ResourceBinding or ClusterResourceBinding (empty when missing)."""
-    return cast(ResourceBindingSpec, binding.get("spec") or {})
+    """A (Cluster)ResourceBinding's spec (empty if missing or not an object)."""
+    return cast(ResourceBindingSpec, object_field(binding, "spec"))
 
 
 def binding_status(binding: Mapping[str, Any]) -> ResourceBindingStatus:
-    """The status of a ResourceBinding or ClusterResourceBinding (empty when missing)."""
-    return cast(ResourceBindingStatus, binding.get("status") or {})
+    """A (Cluster)ResourceBinding's status (empty if missing or not an object)."""
+    return cast(ResourceBindingStatus, object_field(binding, "status"))
 
 
 def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
@@ -257,13 +258,13 @@ def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
 
 
 def work_spec(work: Mapping[str, Any]) -> WorkSpec:
-    """The spec of a Work (empty when missing)."""
-    return cast(WorkSpec, work.get("spec") or {})
+    """The spec of a Work (empty if missing or not an object)."""
+    return cast(WorkSpec, object_field(work, "spec"))
 
 
 def work_status(work: Mapping[str, Any]) -> WorkStatus:
-    """The status of a Work (empty when missing)."""
-    return cast(WorkStatus, work.get("status") or {})
+    """The status of a Work (empty if missing or not an object)."""
+    return cast(WorkStatus, object_field(work, "status"))
 
 
 def manifests_of(work: Mapping[str, Any]) -> list[dict[str, Any]]:

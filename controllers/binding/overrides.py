@@ -15,7 +15,9 @@ template. As in Karmada's override manager:
   and ``policy.karmada.io/applied-cluster-overrides`` (see ``OverrideResult.annotations``).
 
 A rule that cannot be applied raises ``OverrideError`` naming the policy, the rule index and the
-overrider entry; nothing is half-applied to the caller's object, which is never changed.
+overrider entry; so does a selecting policy whose fields lack the CRD's types or that is nested
+deeper than ``MAX_OVERRIDE_DEPTH`` levels (entry ``spec``);
+nothing is half-applied to the caller's object, which is never changed.
 """
 
 from __future__ import annotations
@@ -29,13 +31,18 @@ from typing import Any, Final
 from controllers.api import (
     APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
     APPLIED_OVERRIDES_ANNOTATION,
+    OverrideSpec,
+    ResourceSelector,
+    nested_deeper_than,
     override_spec,
+    shape_problems,
 )
 from controllers.binding.overriders import OverriderError, apply_overriders
 from controllers.binding.selectors import PRIORITY_MATCH_ALL, cluster_matches, selectors_priority
 
 __all__ = [
     "AppliedOverride",
+    "MAX_OVERRIDE_DEPTH",
     "OverrideError",
     "OverrideResult",
     "applied_overrides_annotations",
@@ -46,6 +53,11 @@ __all__ = [
 
 # The field order of Karmada's Overriders struct, which json.Marshal keeps (plaintext first,
 # although it is applied last).
+# Problems named in the error about a policy of the wrong shape; the rest are counted.
+_LISTED_PROBLEMS: Final = 5
+# Far deeper than any manifest, far below where copying and patching recurse too deep.
+MAX_OVERRIDE_DEPTH: Final = 100
+
 _SHADOW_ORDER: Final = (
     "plaintext",
     "imageOverrider",
@@ -127,13 +139,32 @@ def _reference(policy: Mapping[str, Any]) -> str:
     return f"{namespace}/{_name(policy)}" if namespace else _name(policy)
 
 
+def _priority(policy: Mapping[str, Any], resource: Mapping[str, Any]) -> int:
+    selectors = override_spec(policy).get("resourceSelectors") or []
+    if shape_problems(selectors, list[ResourceSelector], "spec.resourceSelectors", enums=False):
+        # Whether it selects the resource cannot be told: it does, so its error is reported.
+        return PRIORITY_MATCH_ALL
+    return selectors_priority(resource, selectors) if selectors else PRIORITY_MATCH_ALL
+
+
+def _check_shape(policy: Mapping[str, Any]) -> None:
+    if nested_deeper_than(policy.get("spec"), MAX_OVERRIDE_DEPTH):
+        reason = f"invalid policy: nested deeper than {MAX_OVERRIDE_DEPTH} levels"
+        raise OverrideError(_reference(policy), 0, "spec", reason)
+    problems = shape_problems(policy.get("spec"), OverrideSpec, "spec", enums=False)
+    if problems:
+        shown = "; ".join(problems[:_LISTED_PROBLEMS])
+        more = len(problems) - _LISTED_PROBLEMS
+        reason = shown + (f"; and {more} more" if more > 0 else "")
+        raise OverrideError(_reference(policy), 0, "spec", f"invalid policy: {reason}")
+
+
 def _ordered_policies(
     policies: Iterable[Mapping[str, Any]], resource: Mapping[str, Any]
 ) -> list[Mapping[str, Any]]:
     ranked = []
     for policy in policies:
-        selectors = override_spec(policy).get("resourceSelectors") or []
-        priority = selectors_priority(resource, selectors) if selectors else PRIORITY_MATCH_ALL
+        priority = _priority(policy, resource)
         if priority:
             ranked.append((priority, _name(policy), policy))
     ranked.sort(key=lambda item: (item[0], item[1]))
@@ -157,9 +188,16 @@ def matching_rules(
     resource: Mapping[str, Any],
     cluster: Mapping[str, Any],
 ) -> list[tuple[Mapping[str, Any], int, Mapping[str, Any]]]:
-    """The (policy, rule index, overriders) to apply to ``resource`` in ``cluster``, in order."""
+    """The (policy, rule index, overriders) to apply to ``resource`` in ``cluster``, in order.
+
+    Raises:
+        OverrideError: a policy that selects the resource (or whose selectors do not have the
+            CRD's types) has fields of the wrong type (entry ``spec``, each field named) or is
+            nested too deep.
+    """
     matched = []
     for policy in _ordered_policies(policies, resource):
+        _check_shape(policy)
         for index, rule in enumerate(_rules(policy)):
             target = rule.get("targetCluster")
             if target is None or cluster_matches(cluster, target):

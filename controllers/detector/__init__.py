@@ -54,6 +54,7 @@ from controllers.detector.templates import (
 from controllers.detector.validation import (
     policy_problems,
     resource_selector_problems,
+    spec_shape_problems,
 )
 
 __all__ = [
@@ -98,6 +99,7 @@ __all__ = [
     "resource_reference",
     "setup",
     "spec_changed",
+    "spec_shape_problems",
     "template_event_filter",
     "watchable_resources",
 ]

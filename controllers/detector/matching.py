@@ -6,7 +6,7 @@ not count. A namespaced policy always beats a cluster policy. Among one kind: hi
 ``spec.priority`` first, then the implicit priority of the best matching selector (by name 3 >
 by label selector 2 > apiVersion and kind only 1; a name makes the label selector ignored), then
 the smaller name. A resource selector whose label selector Kubernetes would refuse (``validation``)
-selects nothing.
+selects nothing, and so does a policy whose spec does not have the CRD's types.
 
 A template records its policy in claim metadata: the label
 ``propagationpolicy.karmada.io/permanent-id`` (the policy's own label of that name, a uuid) and
@@ -35,7 +35,7 @@ from controllers.api import (
     propagation_spec,
 )
 from controllers.binding import PRIORITY_MISMATCH, selectors_priority
-from controllers.detector.validation import resource_selector_problems
+from controllers.detector.validation import resource_selector_problems, spec_shape_problems
 from reconcile import (
     annotations_of,
     is_being_deleted,
@@ -116,9 +116,12 @@ def policy_id(policy: Obj) -> str | None:
 def implicit_priority(policy: Obj, template: Obj) -> int:
     """How specifically ``policy`` selects ``template`` (0: it does not).
 
-    A PropagationPolicy selects only in its own namespace, so never a cluster-scoped template.
+    A PropagationPolicy selects only in its own namespace, so never a cluster-scoped template; a
+    policy whose spec lacks the CRD's types selects nothing.
     """
     if not is_cluster_policy(policy) and namespace_of(template) != namespace_of(policy):
+        return PRIORITY_MISMATCH
+    if spec_shape_problems(policy):
         return PRIORITY_MISMATCH
     selectors = propagation_spec(policy).get("resourceSelectors") or []
     valid = [s for s in selectors if not resource_selector_problems(s)]

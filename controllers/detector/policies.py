@@ -37,7 +37,7 @@ from controllers.detector.matching import (
     policy_id,
 )
 from controllers.detector.templates import release_claim, release_object
-from controllers.detector.validation import policy_problems
+from controllers.detector.validation import policy_problems, spec_shape_problems
 from reconcile import (
     GVK,
     CachedClient,
@@ -165,6 +165,8 @@ class PolicyReconciler:
     def _scopes(self, policy: Obj) -> Iterable[tuple[GVK, str | None]]:
         """The (kind, namespace) pairs to list for the policy's selectors, watched kinds only."""
         scopes: set[tuple[GVK, str | None]] = set()
+        if spec_shape_problems(policy):
+            return []
         for selector in propagation_spec(policy).get("resourceSelectors") or []:
             gvk = GVK.from_api_version(selector.get("apiVersion", ""), selector.get("kind", ""))
             resource = self.discovery.resource(gvk)

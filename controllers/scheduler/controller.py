@@ -12,7 +12,8 @@ cluster may fit). The result is written only when it differs: ``spec.clusters`` 
 applied-placement annotation, then the status (condition Scheduled, schedulerObservedGeneration,
 lastScheduledTime, schedulerObservingAffinityName). A failure keeps the previous clusters, sets
 Scheduled False (NoClusterFit with each cluster's reason, or Unschedulable), records an Event and
-is retried when Clusters change, or after ``UNSCHEDULABLE_RETRY`` seconds.
+is retried when Clusters change, or after ``UNSCHEDULABLE_RETRY`` seconds. A binding whose fields
+lack the CRD's types is Unschedulable naming them (a status of the wrong type is replaced).
 
 Cluster changes that can matter (labels, spec, deletion, API enablements, readiness) re-enqueue the
 bindings that are not scheduled, that target the cluster, or that are Duplicated / replica-less.
@@ -47,6 +48,7 @@ from controllers.scheduler.assign import reschedule_requested
 from controllers.scheduler.scheduler import (
     ScheduleResult,
     applied_placement,
+    binding_problems,
     placement_changed,
     replicas_changed,
     schedule,
@@ -171,7 +173,9 @@ def is_ours(binding: Mapping[str, Any]) -> bool:
     )
     spec = binding_spec(binding)
     name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
-    suspended = bool((spec.get("suspension") or {}).get("scheduling"))
+    suspension = spec.get("suspension")
+    # A suspension of the wrong type suspends nothing; schedule() reports the binding invalid.
+    suspended = isinstance(suspension, Mapping) and bool(suspension.get("scheduling"))
     return claimed and name == DEFAULT_SCHEDULER_NAME and not suspended
 
 
@@ -185,6 +189,9 @@ def schedule_reason(
 ) -> str | None:
     """Why ``binding`` must be scheduled now, None when its current result stands."""
     spec = binding_spec(binding)
+    if binding_problems(binding):
+        # The checks below read these fields; schedule() reports them.
+        return "invalid binding"
     if not is_condition_true(binding, SCHEDULED_CONDITION):
         return "not scheduled yet"
     if placement_changed(binding):
@@ -223,9 +230,22 @@ def condition_message(result: ScheduleResult) -> str:
     return f"{message} Refused: {shown}" + (f"; and {more} more" if more > 0 else "")
 
 
+def _repair_status(binding: Obj) -> None:
+    # A status or conditions of the wrong type (binding_problems reports it) is replaced, so the
+    # Scheduled condition can still be written; the status is the controllers' own.
+    if not isinstance(binding.get("status"), dict):
+        binding["status"] = {}
+    conditions = binding["status"].get("conditions")
+    if conditions is not None and not (
+        isinstance(conditions, list) and all(isinstance(c, dict) for c in conditions)
+    ):
+        binding["status"]["conditions"] = []
+
+
 def _with_status(binding: Obj, result: ScheduleResult, spec_written: bool) -> Obj:
     """A copy of ``binding`` with the status for ``result`` (lastScheduledTime only on writes)."""
     updated = copy.deepcopy(binding)
+    _repair_status(updated)
     condition = scheduled_condition(result)
     set_condition(
         updated,

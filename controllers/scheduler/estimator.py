@@ -3,7 +3,8 @@
 It is Karmada's general estimator, reading the Cluster's ``status.resourceSummary``: for each
 resource a replica requests, free = allocatable - allocated - allocating, and the answer is the
 smallest quotient free / request over those resources and the free pod slots. A cluster that
-reports no resource summary fits nothing. CPU is compared in millicores, everything else in whole
+reports no resource summary fits nothing, nor does one whose quantities do not parse. CPU is
+compared in millicores, everything else in whole
 units rounded up, like ``resource.Quantity``'s ``MilliValue``/``Value``.
 """
 
@@ -27,11 +28,15 @@ def _free(summary: Mapping[str, Any], resource: str) -> Quantity | None:
     allocatable = (summary.get("allocatable") or {}).get(resource)
     if allocatable is None:
         return None
-    free = Quantity.parse(allocatable)
-    for used in ("allocated", "allocating"):
-        taken = (summary.get(used) or {}).get(resource)
-        if taken is not None:
-            free -= Quantity.parse(taken)
+    try:
+        free = Quantity.parse(allocatable)
+        for used in ("allocated", "allocating"):
+            taken = (summary.get(used) or {}).get(resource)
+            if taken is not None:
+                free -= Quantity.parse(taken)
+    except ValueError:
+        # QuantityError, or int()'s digit limit: a summary we cannot read offers no room.
+        return None
     return free
 
 
@@ -43,7 +48,11 @@ def _pod_slots(summary: Mapping[str, Any]) -> int:
 def available_replicas(
     cluster: Mapping[str, Any], requirements: ReplicaRequirements | None = None
 ) -> int:
-    """How many replicas with ``requirements`` the cluster can still run (0 without a summary)."""
+    """How many replicas with ``requirements`` the cluster can still run (0 without a summary).
+
+    Raises:
+        ValueError: a requested quantity does not parse (``binding_problems`` reports that).
+    """
     summary = cluster_status(cluster).get("resourceSummary")
     if not summary:
         return 0

@@ -2,7 +2,8 @@
 
 A filter takes the placement being tried, one Cluster and the binding, and returns None when the
 cluster fits or a short reason when it does not; ``filter_clusters`` runs them in Karmada's order
-and keeps the first refusal per cluster so the scheduler can explain NoClusterFit. Clusters already
+and keeps the first refusal per cluster so the scheduler can explain NoClusterFit (a Cluster whose
+fields lack the CRD's types is refused before the others read it). Clusters already
 in the binding's result skip the API and taint checks: an existing placement is not torn down
 because a taint appeared or the API discovery is briefly incomplete.
 """
@@ -15,6 +16,8 @@ from typing import Any, Final
 
 from controllers.api import (
     ClusterAffinity,
+    ClusterSpec,
+    ClusterStatus,
     FieldSelectorRequirement,
     Placement,
     Taint,
@@ -22,6 +25,7 @@ from controllers.api import (
     binding_spec,
     cluster_spec,
     cluster_status,
+    shape_problems,
     target_clusters,
 )
 from reconcile import is_being_deleted, labels_of, name_of, selector_from_label_selector
@@ -37,6 +41,7 @@ __all__ = [
     "cluster_matches",
     "deleting_filter",
     "filter_clusters",
+    "shape_filter",
     "spread_field_filter",
     "spread_value",
     "taint_toleration_filter",
@@ -178,6 +183,16 @@ def spread_value(cluster: Mapping[str, Any], *, by_field: str = "", by_label: st
     return ""
 
 
+def shape_filter(
+    placement: Placement, cluster: Mapping[str, Any], binding: Mapping[str, Any]
+) -> str | None:
+    """Refuses clusters whose spec or status lacks the CRD's types (the other filters read them)."""
+    spec = shape_problems(cluster.get("spec"), ClusterSpec, "spec", enums=False)
+    if spec or shape_problems(cluster.get("status"), ClusterStatus, "status", enums=False):
+        return "cluster(s) had a spec or status of the wrong shape"
+    return None
+
+
 def deleting_filter(
     placement: Placement, cluster: Mapping[str, Any], binding: Mapping[str, Any]
 ) -> str | None:
@@ -246,6 +261,7 @@ def cluster_eviction_filter(
 
 
 DEFAULT_FILTERS: Final[tuple[ClusterFilter, ...]] = (
+    shape_filter,
     deleting_filter,
     api_enablement_filter,
     taint_toleration_filter,
@@ -253,7 +269,7 @@ DEFAULT_FILTERS: Final[tuple[ClusterFilter, ...]] = (
     spread_field_filter,
     cluster_eviction_filter,
 )
-"""The filters ``filter_clusters`` runs, in Karmada's plugin order after the deletion check."""
+"""The filters ``filter_clusters`` runs: shape and deletion checks, then Karmada's plugin order."""
 
 
 def filter_clusters(

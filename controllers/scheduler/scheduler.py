@@ -6,7 +6,9 @@ groups are tried in order, starting at the one the binding last used
 (``status.schedulerObservingAffinityName``), falling through to the next when a group yields no
 feasible cluster or cannot place the replicas. The result carries the target clusters or the
 Scheduled condition's failure reason (NoClusterFit when no cluster passes the filters, with each
-cluster's reason; Unschedulable when the survivors cannot satisfy spread or capacity). The helpers
+cluster's reason; Unschedulable when the survivors cannot satisfy spread or capacity, or the
+binding's own fields do not have the CRD's types or request no quantity, ``binding_problems``).
+The helpers
 build the Scheduled condition and the ``policy.karmada.io/applied-placement`` annotation value.
 """
 
@@ -27,10 +29,13 @@ from controllers.api import (
     UNSCHEDULABLE_REASON,
     ClusterAffinityTerm,
     Placement,
+    ResourceBindingSpec,
+    ResourceBindingStatus,
     TargetCluster,
     binding_spec,
     binding_status,
     replica_scheduling_type_of,
+    shape_problems,
     target_clusters,
 )
 from controllers.scheduler.assign import AssignError, assign_replicas
@@ -38,12 +43,13 @@ from controllers.scheduler.estimator import available_replicas
 from controllers.scheduler.filter import filter_clusters
 from controllers.scheduler.score import rank_clusters
 from controllers.scheduler.spread import SpreadError, select_clusters
-from reconcile import Condition, ConditionStatus, annotations_of, name_of
+from reconcile import Condition, ConditionStatus, Quantity, annotations_of, name_of
 
 __all__ = [
     "SCHEDULE_SUCCESS_MESSAGE",
     "ScheduleResult",
     "applied_placement",
+    "binding_problems",
     "placement_changed",
     "replicas_changed",
     "schedule",
@@ -51,6 +57,8 @@ __all__ = [
 ]
 
 SCHEDULE_SUCCESS_MESSAGE: Final = "Binding has been scheduled successfully."
+# Problems named in an invalid binding's message; the rest are counted.
+_LISTED_PROBLEMS: Final = 5
 
 
 @dataclass(frozen=True)
@@ -145,13 +153,45 @@ def _schedule_groups(
     return _combined(failures)
 
 
+def _request_problems(binding: Mapping[str, Any]) -> list[str]:
+    requests = (binding_spec(binding).get("replicaRequirements") or {}).get("resourceRequest")
+    problems = []
+    for resource, quantity in (requests or {}).items():
+        try:
+            Quantity.parse(quantity)
+        except ValueError as error:
+            # QuantityError, or int()'s digit limit on a very long number.
+            path = f"spec.replicaRequirements.resourceRequest[{resource}]"
+            problems.append(f"{path}: Invalid value: {str(quantity)[:64]!r}: {str(error)[:200]}")
+    return problems
+
+
+def binding_problems(binding: Mapping[str, Any]) -> list[str]:
+    """Where the binding's spec or status lacks the CRD's types, or a requested resource is no
+    quantity (empty: nothing)."""
+    problems = shape_problems(binding.get("spec"), ResourceBindingSpec, "spec", enums=False)
+    problems += shape_problems(binding.get("status"), ResourceBindingStatus, "status", enums=False)
+    return problems or _request_problems(binding)
+
+
+def _invalid(problems: Sequence[str]) -> ScheduleResult:
+    shown = "; ".join(problems[:_LISTED_PROBLEMS])
+    more = len(problems) - _LISTED_PROBLEMS
+    message = f"the binding is invalid: {shown}" + (f"; and {more} more" if more > 0 else "")
+    return ScheduleResult(reason=UNSCHEDULABLE_REASON, message=message)
+
+
 def schedule(binding: Mapping[str, Any], clusters: Iterable[Mapping[str, Any]]) -> ScheduleResult:
     """Schedule ``binding`` (ResourceBinding or ClusterResourceBinding) onto ``clusters``.
 
     ``clusters`` are Cluster objects; the binding's ``spec.placement``, ``spec.replicas``,
     ``spec.replicaRequirements``, ``spec.resource`` and current ``spec.clusters`` drive the
-    result. Nothing is modified.
+    result. A binding whose fields lack the CRD's types is Unschedulable, naming them. Nothing
+    is modified.
     """
+    problems = binding_problems(binding)
+    if problems:
+        return _invalid(problems)
     members = list(clusters)
     placement = binding_spec(binding).get("placement") or {}
     terms = placement.get("clusterAffinities") or []

@@ -3,7 +3,8 @@
 Seats (replicas) are handed out one at a time to the party (cluster) with the largest
 ``votes / (2·seats + 1)``. Ties go to the party with fewer seats, then by name: ascending when the
 FNV-32a hash of the binding's resource uid is even (or the uid is empty), descending when it is odd,
-so that equal clusters do not always favour the same name across workloads.
+so that equal clusters do not always favour the same name across workloads. The seats that surely
+go to a party are given at once, so the cost grows with the number of parties, not of seats.
 """
 
 from __future__ import annotations
@@ -51,6 +52,30 @@ class _Party:
         return self.name > other.name if self.descending else self.name < other.name
 
 
+def _award_clear_seats(parties: list[_Party], seats: int) -> int:
+    """Give each party, at once, the seats the one-at-a-time division surely gives it; returns
+    how many it gave (the rest, fewer than the number of parties, go one at a time).
+
+    Seat k+1 of a party ranks by votes/(2k+1). Every seat ranking strictly above a threshold x
+    is awarded as long as at most ``seats`` of them rank above x, whatever the tie-breaks, and
+    those seats come first in the one-at-a-time order, so it resumes from them unchanged. With
+    x = total/(2·(seats - n)) at most seats - n/2 rank above it. Without this, 2^31 replicas
+    take 2^31 heap operations.
+    """
+    total, count = sum(p.votes for p in parties), len(parties)
+    if total <= 0 or seats <= 2 * count:
+        return 0
+    numerator, denominator = total, 2 * (seats - count)
+    awarded = 0
+    for party in parties:
+        # Odd m with m·x < votes: m ≤ (votes·denominator - 1) // numerator.
+        above = ((party.votes * denominator - 1) // numerator + 1) // 2 if party.votes else 0
+        extra = max(0, above - party.seats)
+        party.seats += extra
+        awarded += extra
+    return awarded
+
+
 def webster(
     seats: int,
     weights: Mapping[str, int],
@@ -75,6 +100,7 @@ def webster(
     heap = [_Party(n, weights.get(n, 0), start.get(n, 0), descending) for n in names]
     if not heap:
         return {}
+    seats -= _award_clear_seats(heap, seats)
     heapq.heapify(heap)
     for _ in range(seats):
         party = heapq.heappop(heap)

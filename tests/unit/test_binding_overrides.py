@@ -356,3 +356,35 @@ def test_nothing_applied_records_nothing_and_copies_the_manifest() -> None:
 )
 def test_selector_priority(selector: dict[str, Any], expected: int) -> None:
     assert selector_priority(DEPLOYMENT, selector) == expected
+
+
+# Found by tests/fuzz/test_fuzz_overrides.py: AttributeError from overrideRules of the wrong type,
+# RecursionError from a plaintext value nested 600 deep.
+def test_a_selecting_policy_of_the_wrong_shape_is_an_override_error_naming_the_fields() -> None:
+    malformed = {**cop("bad"), "spec": {"overrideRules": [[]], "resourceSelectors": [BY_KIND]}}
+    with pytest.raises(OverrideError) as raised:
+        apply_overrides(DEPLOYMENT, CLUSTER, cluster_override_policies=[malformed])
+    assert (raised.value.policy, raised.value.entry) == ("bad", "spec")
+    assert 'spec.overrideRules[0]: Invalid value: "array": must be of type object' in str(
+        raised.value
+    )
+    unreadable = {**cop("worse"), "spec": {"resourceSelectors": "all", "overriders": 3}}
+    with pytest.raises(OverrideError, match="override policy worse rule 0: spec: invalid"):
+        apply_overrides(DEPLOYMENT, CLUSTER, cluster_override_policies=[unreadable])
+
+
+def test_a_malformed_policy_that_selects_other_kinds_is_ignored() -> None:
+    other = {"apiVersion": "v1", "kind": "ConfigMap"}
+    malformed = {**cop("bad"), "spec": {"overrideRules": 7, "resourceSelectors": [other]}}
+    result = apply_overrides(DEPLOYMENT, CLUSTER, cluster_override_policies=[malformed])
+    assert result.manifest == DEPLOYMENT
+
+
+def test_a_value_nested_too_deep_is_an_override_error() -> None:
+    value: Any = "x"
+    for _ in range(600):
+        value = [value]
+    plaintext = [{"path": "/spec/extra", "operator": "add", "value": value}]
+    deep = policy("deep", rules=[{"overriders": {"plaintext": plaintext}}])
+    with pytest.raises(OverrideError, match="nested deeper than 100 levels"):
+        apply_overrides(DEPLOYMENT, CLUSTER, override_policies=[deep])

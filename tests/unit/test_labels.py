@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from reconcile.labels import parse_selector, selector_from_label_selector
+from reconcile.labels import parse_selector, selector_from_label_selector, validate_label_selector
 
 LABELS = {"app": "web", "tier": "front", "env": "prod"}
 
@@ -68,3 +70,37 @@ def test_empty_label_selector_object_matches_everything() -> None:
 def test_invalid_label_selector_objects_are_rejected(expression: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="operator"):
         selector_from_label_selector({"matchExpressions": [expression]})
+
+
+# Found by tests/fuzz/test_fuzz_labels.py: KeyError, TypeError and AttributeError escaped.
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"matchExpressions": [{"operator": "Exists"}]},
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": [["x"]]}]},
+        {"matchExpressions": ["a"]},
+        {"matchExpressions": {"key": "a"}},
+        {"matchLabels": ["a"]},
+        {"matchLabels": {"a": 1}},
+        ["a"],
+    ],
+)
+def test_a_label_selector_of_the_wrong_shape_raises_value_error(spec: Any) -> None:
+    with pytest.raises(ValueError, match=r"must|unknown"):
+        selector_from_label_selector(spec)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ([None], "s: Invalid value: list: must be of type object"),
+        ({"matchLabels": "a=b"}, "s.matchLabels: Invalid value: str: must be of type object"),
+        ({"matchExpressions": 3}, "s.matchExpressions: Invalid value: int: must be of type array"),
+        ({"matchExpressions": [None]}, "s.matchExpressions[0]: Invalid value: NoneType"),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": 5}]},
+         "s.matchExpressions[0].values: Invalid value: int"),
+    ],
+)  # fmt: skip
+def test_validation_names_a_part_of_the_wrong_type(spec: Any, expected: str) -> None:
+    (problem,) = validate_label_selector(spec, "s")
+    assert problem.startswith(expected)

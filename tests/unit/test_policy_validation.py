@@ -112,3 +112,27 @@ def test_an_invalid_resource_selector_selects_nothing() -> None:
     assert implicit_priority(policy(resourceSelectors=[by_labels(fine)]), DEPLOYMENT) == 2
     both = policy(resourceSelectors=[by_labels(lenient), by_labels(fine)])
     assert implicit_priority(both, DEPLOYMENT) == 2, "the valid selector still counts"
+
+
+MALFORMED_SPECS = [
+    # Found by tests/fuzz/test_fuzz_detector.py: each raised AttributeError or TypeError.
+    (True, 'spec: Invalid value: "boolean": must be of type object'),
+    ({"resourceSelectors": 1}, 'spec.resourceSelectors: Invalid value: "integer"'),
+    ({"resourceSelectors": ["apps/v1"]}, 'spec.resourceSelectors[0]: Invalid value: "string"'),
+    ({"placement": {"clusterAffinities": [{"labelSelector": []}]}},
+     'spec.placement.clusterAffinities[0].labelSelector: Invalid value: "array"'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("spec", "expected"), MALFORMED_SPECS)
+def test_a_spec_of_the_wrong_shape_is_reported_and_selects_nothing(
+    spec: Any, expected: str
+) -> None:
+    malformed = {**policy(), "spec": spec}
+    (problem,) = policy_problems(malformed)
+    assert problem.startswith(expected)
+    assert implicit_priority(malformed, DEPLOYMENT) == 0
+    # A well-formed selector beside the malformed field does not make it select.
+    if isinstance(spec, dict) and "placement" in spec:
+        spec["resourceSelectors"] = [{"apiVersion": "apps/v1", "kind": "Deployment"}]
+        assert implicit_priority(malformed, DEPLOYMENT) == 0

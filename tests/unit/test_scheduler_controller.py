@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from controllers.scheduler import ScheduleResult
+from controllers.scheduler import ScheduleResult, schedule
 from controllers.scheduler.controller import (
+    _with_status,
     cluster_changed,
     condition_message,
     is_ours,
@@ -148,3 +149,21 @@ def test_a_failed_condition_names_each_refused_cluster() -> None:
     assert "m20:" not in message
     assert message.endswith("; and 2 more")
     assert condition_message(ScheduleResult()) == "Binding has been scheduled successfully."
+
+
+def test_a_malformed_binding_is_scheduled_to_report_it() -> None:
+    # Found by tests/fuzz/test_fuzz_scheduler.py: suspension "x" raised AttributeError.
+    malformed = binding(suspension="x")
+    assert is_ours(malformed)
+    assert schedule_reason(malformed, CLUSTERS) == "invalid binding"
+
+
+@pytest.mark.parametrize("status", ["x", {"conditions": 5}, {"conditions": [None]}])
+def test_a_malformed_status_is_replaced_by_the_scheduled_condition(status: Any) -> None:
+    malformed = {**binding(), "status": status}
+    result = schedule(malformed, CLUSTERS)
+    assert result.reason == "Unschedulable"
+    updated = _with_status(malformed, result, spec_written=False)
+    (condition,) = updated["status"]["conditions"]
+    assert condition["reason"] == "Unschedulable"
+    assert condition["message"].startswith("the binding is invalid: status")

@@ -368,4 +368,4 @@ def test_filter_clusters_keeps_input_order_and_the_first_reason_per_cluster() ->
         "gone": "cluster(s) is being deleted",
         "tainted": "cluster(s) had untolerated taint {x:NoSchedule}",
     }
-    assert len(DEFAULT_FILTERS) == 6
+    assert len(DEFAULT_FILTERS) == 7

@@ -341,3 +341,44 @@ def test_schedule_does_not_modify_its_inputs() -> None:
     before = json.dumps(subject, sort_keys=True), json.dumps(MEMBERS, sort_keys=True)
     schedule(subject, MEMBERS)
     assert (json.dumps(subject, sort_keys=True), json.dumps(MEMBERS, sort_keys=True)) == before
+
+
+# Found by tests/fuzz/test_fuzz_scheduler.py; each raised AttributeError, TypeError or
+# QuantityError out of schedule(), which the scheduler controller does not catch.
+@pytest.mark.parametrize(
+    ("placement", "spec", "expected"),
+    [
+        pytest.param(
+            {"clusterAffinity": 9}, {}, "spec.placement.clusterAffinity: Invalid value: "
+            '"integer": must be of type object', id="affinity of the wrong type",
+        ),
+        pytest.param(
+            {"clusterTolerations": [None]}, {}, "spec.placement.clusterTolerations[0]: Invalid "
+            'value: "null"', id="a null toleration",
+        ),
+        pytest.param(
+            {}, {"replicaRequirements": {"resourceRequest": {"cpu": "7K!"}}},
+            "spec.replicaRequirements.resourceRequest[cpu]: Invalid value: '7K!'",
+            id="a request that is no quantity",
+        ),
+    ],
+)  # fmt: skip
+def test_a_malformed_binding_is_unschedulable_naming_the_field(
+    placement: dict[str, Any], spec: dict[str, Any], expected: str
+) -> None:
+    malformed = binding(placement, 3)
+    malformed["spec"].update(spec)
+    result = schedule(malformed, MEMBERS)
+    assert result.reason == "Unschedulable"
+    assert result.message.startswith(f"the binding is invalid: {expected}")
+
+
+def test_a_cluster_of_the_wrong_shape_is_refused_and_one_with_bad_quantities_has_no_room() -> None:
+    malformed = cluster("member1")
+    malformed["status"]["resourceSummary"] = float("nan")
+    unreadable = cluster("member2")
+    unreadable["status"]["resourceSummary"]["allocatable"]["pods"] = "lots"
+    result = schedule(binding({"replicaScheduling": DYNAMIC}, 3), [malformed, unreadable])
+    assert result.reason == "Unschedulable"
+    assert result.rejected == {"member1": "cluster(s) had a spec or status of the wrong shape"}
+    assert "available replicas 0" in result.message

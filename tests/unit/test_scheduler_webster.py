@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controllers.scheduler import fnv32a, names_descending, webster
+from tests.fuzz.strategies import within
 
 
 def uid_with_parity(odd: bool) -> str:
@@ -94,3 +99,48 @@ def test_initial_seats_are_kept_and_count_towards_priority() -> None:
 def test_negative_weights_are_refused() -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         webster(1, {"a": -1})
+
+
+def _one_seat_at_a_time(
+    seats: int, weights: dict[str, int], uid: str, initial: dict[str, int]
+) -> dict[str, int]:
+    # The definition: each seat goes to the largest votes/(2·seats+1), ties as webster breaks them.
+    result = {name: initial.get(name, 0) for name in sorted(set(weights) | set(initial))}
+    descending = names_descending(uid)
+    for _ in range(seats):
+
+        def rank(name: str) -> tuple[Fraction, int, str | Reversed]:
+            quotient = Fraction(weights.get(name, 0), 2 * result[name] + 1)
+            return (-quotient, result[name], Reversed(name) if descending else name)
+
+        result[min(result, key=rank)] += 1
+    return result
+
+
+class Reversed(str):
+    """A string that sorts in reverse."""
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+
+@settings(max_examples=200, derandomize=True, database=None)
+@given(
+    seats=st.integers(0, 300),
+    weights=st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 50), max_size=6),
+    initial=st.dictionaries(st.sampled_from("abcdefg"), st.integers(0, 5), max_size=3),
+    uid=st.sampled_from(["", uid_with_parity(True), uid_with_parity(False)]),
+)
+def test_webster_is_the_one_seat_at_a_time_division(
+    seats: int, weights: dict[str, int], initial: dict[str, int], uid: str
+) -> None:
+    expected = _one_seat_at_a_time(seats, weights, uid, initial) if weights or initial else {}
+    assert webster(seats, weights, uid=uid, initial=initial) == expected
+
+
+def test_webster_divides_int32_max_replicas_at_once() -> None:
+    # Found by tests/fuzz/test_fuzz_scheduler.py: a Deployment of 2147483647 replicas (a valid
+    # int32) kept the scheduler busy for hours, one heap operation per replica.
+    with within(2):
+        shares = webster(2**31 - 1, {"a": 1, "b": 2, "c": 4})
+    assert shares == {"a": 306783378, "b": 613566756, "c": 1227133513}

@@ -85,7 +85,10 @@ class Quantity:
             match.group(3) or "",
             match.group(4),
         )
-        digits = int((whole + fraction) or "0")
+        try:
+            digits = int((whole + fraction) or "0")
+        except ValueError:  # Python's 4,300-digit limit on int(str): far past any real quantity
+            raise QuantityError(f"quantity of {len(text)} characters has too many digits") from None
         scale = 10 ** len(fraction)
         if suffix in _BINARY:
             numerator, denominator = digits * 2 ** _BINARY[suffix] * _NANO, scale

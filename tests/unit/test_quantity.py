@@ -65,3 +65,9 @@ def test_subtraction_is_exact_and_keeps_the_format() -> None:
     assert (free.milli_value(), str(free)) == (2000, "2")
     assert str(Quantity.parse("8Gi") - Quantity.parse("2Gi")) == "6Gi"
     assert (Quantity.parse("1") - Quantity.parse("3")).value() == -2
+
+
+def test_a_quantity_with_thousands_of_digits_is_a_quantity_error() -> None:
+    # int() refuses more than 4,300 digits with a ValueError that is not a QuantityError.
+    with pytest.raises(QuantityError, match="too many digits"):
+        Quantity.parse("1" * 5000)

@@ -365,13 +365,32 @@ class LeaderElector:
         timeout = min(RELEASE_TIMEOUT, self.config.renew_deadline)
         with anyio.move_on_after(timeout, shield=True) as scope:
             try:
-                self._observe(await self.client.update(_with_spec(lease, spec)), self._clock())
+                released = await self._released(lease, spec)
             except _ATTEMPT_ERRORS as exc:
                 self._log.warning("could not release the leader lease", error=str(exc))
                 return
-            self._log.info("released leader lease")
+            if released:
+                self._log.info("released leader lease")
         if scope.cancelled_caught:
             self._log.warning("could not release the leader lease in time", timeout=timeout)
+
+    async def _released(self, lease: dict[str, Any], spec: dict[str, Any]) -> bool:
+        """Write the released record; on a Conflict, again on the live Lease if still ours."""
+        try:
+            self._observe(await self.client.update(_with_spec(lease, spec)), self._clock())
+            return True
+        except Conflict:
+            # Often our own renewal, cancelled by the stop after the server applied it: the
+            # cached resourceVersion is stale though we still hold the Lease. (client-go gives
+            # up here, and the standby waits out the whole lease duration.)
+            live = await self.client.get(
+                LEASE, self.config.lease_name, namespace=self.config.lease_namespace
+            )
+        if (live.get("spec") or {}).get("holderIdentity") != self.config.identity:
+            self._log.info("leader lease already taken over, nothing to release")
+            return False
+        self._observe(await self.client.update(_with_spec(live, spec)), self._clock())
+        return True
 
     def _observe(self, lease: dict[str, Any], now: float) -> None:
         """Remember ``lease``; restart the expiry clock if its record changed."""

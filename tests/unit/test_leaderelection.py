@@ -367,6 +367,45 @@ async def test_run_leads_then_releases_on_cancellation(leases: FakeLeases) -> No
 
 
 @asyncio_test
+async def test_release_survives_a_renewal_whose_answer_was_lost(leases: FakeLeases) -> None:
+    # A renewal cancelled by the stop may have been applied: the cached resourceVersion is then
+    # stale, though the Lease is still ours. The release must not leave it to expire.
+    a = LeaderElector(leases, config("a"))
+    leading = anyio.Event()
+
+    async def work() -> None:
+        leading.set()
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(a.run, work)
+            await leading.wait()
+            leases.write(renewTime=micro_time())  # our own renewal, applied, answer never read
+            group.cancel_scope.cancel()
+    spec = leases.spec()
+    assert (spec["holderIdentity"], spec["leaseDurationSeconds"]) == ("", 1)
+
+
+@asyncio_test
+async def test_release_leaves_a_lease_someone_else_took(leases: FakeLeases) -> None:
+    a = LeaderElector(leases, config("a"))
+    leading = anyio.Event()
+
+    async def work() -> None:
+        leading.set()
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(a.run, work)
+            await leading.wait()
+            leases.write(holderIdentity="b")
+            group.cancel_scope.cancel()
+    assert leases.spec()["holderIdentity"] == "b"
+
+
+@asyncio_test
 async def test_run_without_release_leaves_the_lease_held(leases: FakeLeases) -> None:
     a = LeaderElector(leases, config("a", release_on_cancel=False))
     leading = anyio.Event()

@@ -62,6 +62,21 @@ class Stack:
 
         await eventually(matches, timeout=60, interval=0.2)
 
+    async def report_ready(self, name: str) -> None:
+        """Play the Deployment controller testenv lacks: every replica of ``name`` ready on each
+        member."""
+        for client in self.members.values():
+            deployment = await client.get(DEPLOYMENT, name, namespace=self.namespace)
+            replicas = deployment["spec"]["replicas"]
+            deployment["status"] = {
+                "observedGeneration": deployment["metadata"]["generation"],
+                "replicas": replicas,
+                "readyReplicas": replicas,
+                "updatedReplicas": replicas,
+                "availableReplicas": replicas,
+            }
+            await client.update_status(deployment)
+
 
 @asynccontextmanager
 async def running(

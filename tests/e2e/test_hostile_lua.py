@@ -109,7 +109,7 @@ async def _hostile_customization(stack: Stack) -> None:
     await stack.host.create(new_deployment("web", ns, 3))
     await stack.host.create(new_policy("web", ns, "web"))
     await stack.wait_replicas("web", {"member1": 2, "member2": 1})
-    await _ready_on_members(stack, "web")
+    await stack.report_ready("web")
 
     async def aggregated() -> bool:
         template = await stack.host.get(DEPLOYMENT, "web", namespace=ns)
@@ -124,21 +124,6 @@ async def _hostile_customization(stack: Stack) -> None:
         assert await _warning(stack, f"{name}-statefulset", SYNC_WORK_FAILED_REASON)
         for member in stack.members.values():
             assert not (await member.list(STATEFULSET, namespace=ns))["items"]
-
-
-async def _ready_on_members(stack: Stack, name: str) -> None:
-    # testenv runs no kube-controller-manager: report every replica ready on each member.
-    for client in stack.members.values():
-        deployment = await client.get(DEPLOYMENT, name, namespace=stack.namespace)
-        replicas = deployment["spec"]["replicas"]
-        deployment["status"] = {
-            "observedGeneration": deployment["metadata"]["generation"],
-            "replicas": replicas,
-            "readyReplicas": replicas,
-            "updatedReplicas": replicas,
-            "availableReplicas": replicas,
-        }
-        await client.update_status(deployment)
 
 
 async def _works_synced_failure(stack: Stack, binding: str) -> str:

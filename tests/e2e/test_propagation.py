@@ -135,18 +135,7 @@ async def _members_are_repaired_and_status_comes_back(stack: Stack) -> None:
 
     await eventually(reverted, timeout=60)
 
-    # testenv runs no kube-controller-manager: play it, report every replica ready.
-    for client in stack.members.values():
-        deployment = await client.get(DEPLOYMENT, "api", namespace=ns)
-        replicas = deployment["spec"]["replicas"]
-        deployment["status"] = {
-            "observedGeneration": deployment["metadata"]["generation"],
-            "replicas": replicas,
-            "readyReplicas": replicas,
-            "updatedReplicas": replicas,
-            "availableReplicas": replicas,
-        }
-        await client.update_status(deployment)
+    await stack.report_ready("api")
 
     async def aggregated() -> bool:
         template = await stack.host.get(DEPLOYMENT, "api", namespace=ns)

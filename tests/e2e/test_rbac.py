@@ -186,7 +186,7 @@ async def _propagate(stack: Stack) -> None:
     assert member1 is not None
     assert "tier" not in member1["metadata"]["labels"]
 
-    await _report_members_ready(stack, name)
+    await stack.report_ready(name)
 
     async def aggregated() -> bool:
         template = await stack.host.get(DEPLOYMENT, name, namespace=ns)
@@ -207,21 +207,6 @@ async def _propagate(stack: Stack) -> None:
         return False
 
     await eventually(binding_gone, timeout=60)
-
-
-async def _report_members_ready(stack: Stack, name: str) -> None:
-    # testenv runs no kube-controller-manager: play the Deployment controller on each member.
-    for client in stack.members.values():
-        deployment = await client.get(DEPLOYMENT, name, namespace=stack.namespace)
-        replicas = deployment["spec"]["replicas"]
-        deployment["status"] = {
-            "observedGeneration": deployment["metadata"]["generation"],
-            "replicas": replicas,
-            "readyReplicas": replicas,
-            "updatedReplicas": replicas,
-            "availableReplicas": replicas,
-        }
-        await client.update_status(deployment)
 
 
 async def _only_permitted_kinds_watched(stack: Stack) -> None:

@@ -366,10 +366,8 @@ async def test_run_leads_then_releases_on_cancellation(leases: FakeLeases) -> No
     assert (spec["holderIdentity"], spec["leaseDurationSeconds"]) == ("", 1)
 
 
-@asyncio_test
-async def test_release_survives_a_renewal_whose_answer_was_lost(leases: FakeLeases) -> None:
-    # A renewal cancelled by the stop may have been applied: the cached resourceVersion is then
-    # stale, though the Lease is still ours. The release must not leave it to expire.
+async def _lead_then_stop(leases: FakeLeases, meanwhile: Callable[[], None]) -> None:
+    """Elector "a" leads; ``meanwhile`` changes the Lease; then "a" is stopped (and releases)."""
     a = LeaderElector(leases, config("a"))
     leading = anyio.Event()
 
@@ -381,27 +379,22 @@ async def test_release_survives_a_renewal_whose_answer_was_lost(leases: FakeLeas
         async with anyio.create_task_group() as group:
             group.start_soon(a.run, work)
             await leading.wait()
-            leases.write(renewTime=micro_time())  # our own renewal, applied, answer never read
+            meanwhile()
             group.cancel_scope.cancel()
+
+
+@asyncio_test
+async def test_release_survives_a_renewal_whose_answer_was_lost(leases: FakeLeases) -> None:
+    # A renewal cancelled by the stop may have been applied: the cached resourceVersion is then
+    # stale, though the Lease is still ours. The release must not leave it to expire.
+    await _lead_then_stop(leases, lambda: leases.write(renewTime=micro_time()))
     spec = leases.spec()
     assert (spec["holderIdentity"], spec["leaseDurationSeconds"]) == ("", 1)
 
 
 @asyncio_test
 async def test_release_leaves_a_lease_someone_else_took(leases: FakeLeases) -> None:
-    a = LeaderElector(leases, config("a"))
-    leading = anyio.Event()
-
-    async def work() -> None:
-        leading.set()
-        await anyio.sleep_forever()
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as group:
-            group.start_soon(a.run, work)
-            await leading.wait()
-            leases.write(holderIdentity="b")
-            group.cancel_scope.cancel()
+    await _lead_then_stop(leases, lambda: leases.write(holderIdentity="b"))
     assert leases.spec()["holderIdentity"] == "b"
 
 

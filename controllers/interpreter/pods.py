@@ -23,6 +23,7 @@ from controllers.interpreter.types import (
     InterpreterError,
     NodeClaim,
     ReplicaRequirements,
+    parse_quantity,
 )
 from reconcile import Quantity, QuantityError, QuantityFormat
 
@@ -73,7 +74,7 @@ class _Resources:
     @staticmethod
     def _amount(name: str, raw: Any) -> int | None:
         try:
-            quantity = Quantity.parse(raw)
+            quantity = parse_quantity(raw)[0]
         except QuantityError as err:
             raise InterpreterError(f"resource {name}: {err}") from err
         if name == "cpu":

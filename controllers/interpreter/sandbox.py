@@ -435,7 +435,14 @@ class Sandbox:
 
     def _expand(self, box: _Box) -> Any:
         """Called by Lua when a lazy table is first touched: its fields, lists as Lua tables."""
-        return self._table_from({k: self._to_lua(v) for k, v in box.value.items()})
+        fields = box.value.copy()
+        for key, value in fields.items():  # scalars, most fields, are passed as they are
+            cls = value.__class__
+            if cls is dict:
+                fields[key] = _Box(value)
+            elif cls is list:
+                fields[key] = self._to_lua(value)
+        return self._table_from(fields)
 
     def _to_lua(self, value: Any) -> Any:
         """A value for Lua: dicts boxed (they become lazy tables there), lists as Lua tables."""

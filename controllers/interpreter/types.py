@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from reconcile import GVK, Quantity, QuantityError
 
@@ -44,6 +44,8 @@ __all__ = [
     "Operation",
     "ReplicaRequirements",
     "ResourceHealth",
+    "QUANTITY_CACHE_SIZE",
+    "parse_quantity",
 ]
 
 
@@ -155,13 +157,42 @@ def _string_map(value: Any, what: str) -> dict[str, str] | None:
     return result
 
 
+QUANTITY_CACHE_SIZE: Final = 1024
+"""Quantity strings ``parse_quantity`` remembers (all forgotten at once when it is full)."""
+
+_parsed: dict[str, tuple[Quantity, str]] = {}
+
+
+def parse_quantity(raw: Any) -> tuple[Quantity, str]:
+    """``Quantity.parse(raw)`` and its canonical text; a string seen before is not parsed again.
+
+    Objects repeat the same few quantities ("500m", "512Mi") in every call, and parsing is a
+    regular expression plus big-integer arithmetic. Only short strings are remembered (a number
+    is not: ``True == 1``), and failures never are.
+
+    Raises:
+        QuantityError: ``raw`` is not a quantity.
+    """
+    if raw.__class__ is str:
+        known = _parsed.get(raw)
+        if known is not None:
+            return known
+    quantity = Quantity.parse(raw)
+    parsed = (quantity, str(quantity))
+    if raw.__class__ is str and len(raw) <= 64:
+        if len(_parsed) >= QUANTITY_CACHE_SIZE:
+            _parsed.clear()
+        _parsed[raw] = parsed
+    return parsed
+
+
 def _quantities(value: Any, what: str) -> dict[str, str] | None:
     if value is None:
         return None
     result: dict[str, str] = {}
     for name, raw in _mapping(value, what).items():
         try:
-            result[name] = str(Quantity.parse(raw))
+            result[name] = parse_quantity(raw)[1]
         except QuantityError as err:
             raise ValueError(f"{what}.{name}: {err}") from err
     return result

@@ -11,6 +11,7 @@ it, the same script and another one still answer.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -326,3 +327,33 @@ def test_no_worker_outlives_a_closed_pool() -> None:
     closing.close()
     assert not any(_alive(pid) for pid in pids)
     assert os.getpid() not in pids
+
+
+def _watched(loop: Any) -> int:
+    """File descriptors the loop's selector watches (its own wake-up pipe included)."""
+    return len(loop._selector.get_map())
+
+
+@asyncio_test
+async def test_a_reply_wait_leaves_nothing_registered_on_the_loop(pool: WorkerPool) -> None:
+    # The wait is a reader callback on the running loop: answered, timed out or cancelled, the
+    # callback must be gone afterwards, or the loop would keep polling a dead worker's pipe.
+    loop = asyncio.get_running_loop()
+    slow = LuaScript(
+        "function GetReplicas(obj) local t = os.clock() while os.clock() - t < 0.05 do end "
+        "return 1 end",
+        Operation.INTERPRET_REPLICA,
+        pool=pool,
+    )
+    pattern = replicas('string.find(string.rep("a", 120), "a-a-a-a-b")')  # C: killed at the limit
+    looping = LuaScript(pattern, Operation.INTERPRET_REPLICA, pool=pool, timeout=0.1)
+    await slow.get_replicas(OBJ)
+    before = _watched(loop)
+    assert await slow.get_replicas(OBJ) == (1, None)
+    assert _watched(loop) == before
+    with anyio.move_on_after(0.02):
+        await slow.get_replicas(OBJ)
+    assert _watched(loop) == before
+    with pytest.raises(LuaTimeout):
+        await looping.get_replicas(OBJ)
+    assert _watched(loop) == before

@@ -766,3 +766,31 @@ async def test_kube_library_rejects_bad_arguments_at_the_callers_line(
     )
     with pytest.raises(LuaRuntimeError, match=f"luaScript:3: .*{message}"):
         await lua(source, Operation.INTERPRET_HEALTH).interpret_health({})
+
+
+def test_a_quantity_string_is_parsed_once_failures_every_time_and_memory_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from controllers.interpreter import types
+    from reconcile import Quantity
+
+    parsed: list[Any] = []
+    real = Quantity.parse
+
+    def counted(raw: Any) -> Quantity:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(Quantity, "parse", counted)
+    monkeypatch.setattr(types, "_parsed", {})
+    for _ in range(3):
+        requirements = ReplicaRequirements.from_dict({"resourceRequest": {"cpu": "1500m"}})
+        assert requirements.resource_request == {"cpu": "1500m"}
+        with pytest.raises(ValueError, match="cpu"):
+            ReplicaRequirements.from_dict({"resourceRequest": {"cpu": "1.5 cores"}})
+    assert parsed == ["1500m"] + ["1.5 cores"] * 3
+    assert types.parse_quantity("0.5Gi")[1] == "512Mi"
+    assert types.parse_quantity(2)[1] == "2"
+    for n in range(types.QUANTITY_CACHE_SIZE + 10):
+        types.parse_quantity(f"{n}Mi")
+    assert 0 < len(types._parsed) <= types.QUANTITY_CACHE_SIZE

@@ -1,8 +1,8 @@
 """Pool runs Lua customization scripts in a few worker processes, off the caller's event loop.
 
 A ``WorkerPool`` holds up to ``size`` worker processes (``worker``); ``LuaScript`` sends each call
-to an idle one and awaits the reply on a non-blocking pipe, so the event loop keeps serving every
-other controller meanwhile. The deadline is enforced from outside the Lua VM: a worker that has
+to an idle one and awaits the reply on a non-blocking pipe (a lone call polls for it for up to
+``SPIN`` first), so the event loop keeps serving every other controller meanwhile. The deadline is enforced from outside the Lua VM: a worker that has
 not answered ``timeout + KILL_GRACE`` seconds after a request is SIGKILLed (a C loop in a string
 pattern never returns to Lua's hook) and the call fails with ``WorkerFailure``; so does a call
 whose worker died (a C stack overflow's SIGSEGV, the ``RLIMIT_AS`` cap). Only that call fails: a
@@ -57,6 +57,14 @@ DEFAULT_WORKER_MEMORY: Final = 512 * 2**20
 
 KILL_GRACE: Final = 0.1
 """Seconds past a call's time limit before its worker is killed (the in-VM stop comes first)."""
+
+SPIN: Final = 0.0004
+"""Seconds a lone call polls for its reply before it waits on the event loop.
+
+Most calls answer within this; waking the caller through the loop costs about as much as the
+call itself on a small VM. The loop is held for at most this long (in-process Lua held it for
+the whole call); with other calls in flight nobody polls, so they overlap.
+"""
 
 START_TIMEOUT: Final = 30.0
 """Seconds a new worker may take to start (not counted in any call's time limit)."""
@@ -192,13 +200,13 @@ class _Worker:
                 return None
             self._buffer += chunk
 
-    async def exchange(self, data: memoryview, limit: float) -> Any:
+    async def exchange(self, data: memoryview, limit: float, spin: float = 0.0) -> Any:
         """Send a message and return the reply (None at EOF); PENDING if ``limit`` s passed."""
         # Most replies are there once the write returns (on a busy machine the write hands the
         # CPU to the worker), so the wait, and its cancel scope, is only set up when needed.
         deadline = time.monotonic() + limit
         data = self.write_some(data)
-        reply = PENDING if data else self.read_some()
+        reply = PENDING if data else self._poll(min(time.monotonic() + spin, deadline))
         if reply is not PENDING:
             return reply
         loop = _asyncio_loop()
@@ -212,6 +220,13 @@ class _Worker:
                 await anyio.wait_readable(self.replies)
                 reply = self.read_some()
         return reply
+
+    def _poll(self, until: float) -> Any:
+        """The reply if it arrives by ``until`` (read at least once), else PENDING."""
+        while True:
+            reply = self.read_some()
+            if reply is not PENDING or time.monotonic() >= until:
+                return reply
 
     async def _reply_on(self, loop: asyncio.AbstractEventLoop, deadline: float) -> Any:
         """The reply (PENDING past ``deadline``), awaited with a reader callback and a timer.
@@ -317,7 +332,9 @@ class WorkerPool:
         if not worker.ready:
             await self._started(worker)
         limit = timeout + KILL_GRACE
-        reply = await worker.exchange(memoryview(HEADER.pack(len(request)) + request), limit)
+        alone = self._count - len(self._idle) <= 1 and not self._waiters  # racy, a heuristic
+        message = memoryview(HEADER.pack(len(request)) + request)
+        reply = await worker.exchange(message, limit, SPIN if alone else 0.0)
         if reply is None:
             raise WorkerFailure("died", f"its worker died of {await worker.exit_status()}")
         if reply is PENDING:

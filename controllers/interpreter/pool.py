@@ -2,11 +2,12 @@
 
 A ``WorkerPool`` holds up to ``size`` worker processes (``worker``); ``LuaScript`` sends each call
 to an idle one and awaits the reply on a non-blocking pipe (a lone call polls for it for up to
-``SPIN`` first), so the event loop keeps serving every other controller meanwhile. The deadline is enforced from outside the Lua VM: a worker that has
-not answered ``timeout + KILL_GRACE`` seconds after a request is SIGKILLed (a C loop in a string
-pattern never returns to Lua's hook) and the call fails with ``WorkerFailure``; so does a call
-whose worker died (a C stack overflow's SIGSEGV, the ``RLIMIT_AS`` cap). Only that call fails: a
-replacement is started at once and boots while the failing call returns.
+``SPIN`` first), so the event loop keeps serving every other controller meanwhile. The deadline is
+enforced from outside the Lua VM: a worker that has not answered ``timeout + KILL_GRACE`` seconds
+after a request is SIGKILLed (a C loop in a string pattern never returns to Lua's hook) and the
+call fails with ``WorkerFailure``; so does a call whose worker died (a C stack overflow's SIGSEGV,
+the ``RLIMIT_AS`` cap). Only that call fails: a replacement is started at once and boots while the
+failing call returns.
 
 The pool is bound to no event loop and no thread: its state is behind a lock, a call registers
 its pipe with whichever loop awaits it, and a call waiting for a free worker is woken through a

@@ -26,8 +26,8 @@ from reconcile.client import ListerWatcher
 from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer, Transform, strip_managed_fields
-from reconcile.labels import parse_selector
-from reconcile.store import NAMESPACE_INDEX, IndexFunc, Obj, deep_copy, object_key
+from reconcile.labels import Selector, parse_selector
+from reconcile.store import NAMESPACE_INDEX, Indexer, IndexFunc, Obj, deep_copy, object_key
 
 __all__ = [
     "DEFAULT_CACHE_SYNC_TIMEOUT",
@@ -123,6 +123,9 @@ class Cache:
         self._indexers: dict[GVK, dict[str, IndexFunc]] = {}
         self._group: TaskGroup | None = None
         self._started = anyio.Event()
+        self.scans: dict[GVK, int] = {}
+        """Lists with a selector that no index could serve, by kind (each examined every object
+        of its namespace or kind); exported as ``reconcile_cache_list_scans_total``."""
 
     # --- informers -----------------------------------------------------------------------------
 
@@ -299,7 +302,10 @@ class Cache:
         """
         selector = parse_selector(label_selector)
         informer = await self._synced_informer(gvk)
-        found = self._candidates(informer, namespace, field_selector, index)
+        labelled = _label_keys(informer.indexer, selector)
+        found, narrowed = self._candidates(informer, namespace, field_selector, index, labelled)
+        if (selector or field_selector) and labelled is None and not narrowed:
+            self.scans[gvk] = self.scans.get(gvk, 0) + 1
         items = [self._out(o) for o in found if selector.matches_object(o)]
         return {
             "apiVersion": gvk.api_version,
@@ -314,27 +320,53 @@ class Cache:
         namespace: str | None,
         field_selector: str | None,
         index: tuple[str, str] | None,
-    ) -> builtins.list[Obj]:
+        labelled: set[str] | None,
+    ) -> tuple[builtins.list[Obj], bool]:
+        """The objects a list may return before its label selector is checked, and whether a
+        field index narrowed them; ``labelled``: the keys the label indexes allow, if any."""
         indexer = informer.indexer
-        found = indexer.by_index(NAMESPACE_INDEX, namespace) if namespace else indexer.values()
+        if labelled is not None:  # usually few: start from them, not from the namespace
+            found = [o for k in sorted(labelled) if (o := indexer.get(k)) is not None]
+            if namespace:
+                found = [o for o in found if o["metadata"].get("namespace") == namespace]
+        elif namespace:
+            found = indexer.by_index(NAMESPACE_INDEX, namespace)
+        else:
+            found = indexer.values()
+        narrowed = False
         if index is not None:
-            found = _only_keys(found, indexer.index_keys(*index))
+            found, narrowed = _only_keys(found, indexer.index_keys(*index)), True
         for field, value in _field_clauses(field_selector):
             if field in ("metadata.name", "metadata.namespace"):
                 attribute = field.removeprefix("metadata.")
                 found = [o for o in found if o["metadata"].get(attribute) == value]
             elif f"field:{field}" in indexer.index_names():
                 found = _only_keys(found, indexer.index_keys(f"field:{field}", value))
+                narrowed = True
             else:
                 raise ValueError(
                     f"field selector {field!r} needs an index: "
                     f"cache.index_field(gvk, 'field:{field}', func)"
                 )
-        return found
+        return found, narrowed
 
     def _out(self, obj: Obj) -> Obj:
         copied: Obj = deep_copy(obj) if self._copy_on_read else obj
         return copied
+
+
+def _label_keys(indexer: Indexer, selector: Selector) -> set[str] | None:
+    """The keys allowed by the label index of each ``=``/``in`` requirement (smallest set
+    first), or None when the selector has none; the selector still checks what is left."""
+    sets = [
+        {k for value in r.values for k in indexer.label_keys(r.key, value)}
+        for r in selector.requirements
+        if r.operator in ("=", "in")
+    ]
+    if not sets:
+        return None
+    sets.sort(key=len)
+    return sets[0].intersection(*sets[1:])
 
 
 def _only_keys(objects: builtins.list[Obj], keys: builtins.list[str]) -> builtins.list[Obj]:

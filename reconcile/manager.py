@@ -39,6 +39,7 @@ from reconcile.config import ClusterConfig
 from reconcile.controller import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
 from reconcile.events import EventBroadcaster, EventRecorder
 from reconcile.leaderelection import LeaderElectionConfig, LeaderElector
+from reconcile.metrics import register_cache_scans
 from reconcile.metricsauth import FilterProvider, with_authentication_and_authorization
 from reconcile.server import Check, HTTPServer, is_loopback, parse_bind_address
 from reconcile.servingcert import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
@@ -161,6 +162,9 @@ class Manager:
             "Whether this process is the leader (1) or not (0).",
             ["name"],
             registry=self.registry,
+        )
+        register_cache_scans(
+            self.registry, lambda: [(n, c.cache) for n, c in list(self.clusters.items())]
         )
         self.metrics_port: int | None = None
         self.metrics_certificate: ServingCertificate | None = None

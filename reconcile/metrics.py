@@ -22,7 +22,7 @@ import time
 import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.metrics_core import (
@@ -34,10 +34,12 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 __all__ = [
+    "CACHE_LIST_SCANS",
     "DURATION_BUCKETS",
     "RECONCILE_TIME_BUCKETS",
     "ControllerMetrics",
     "ControllerRecorder",
+    "register_cache_scans",
     "NoopQueueMetrics",
     "QueueMetrics",
     "WorkQueueMetrics",
@@ -382,3 +384,41 @@ class ControllerRecorder:
             families.terminal.labels(self._name).inc()
         if panic:
             families.panics.labels(self._name).inc()
+
+
+CACHE_LIST_SCANS: Final = "reconcile_cache_list_scans"
+"""Counter family (``_total``, labels ``cluster`` and ``kind``): cached lists with a selector
+that no index could serve, each of which examined every object of its kind or namespace."""
+
+
+class _CacheScans(Protocol):
+    scans: dict[Any, int]
+
+
+class _CacheScanCollector(Collector):
+    def __init__(self, caches: Callable[[], Iterable[tuple[str, _CacheScans]]]) -> None:
+        self._caches = caches
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family()]
+
+    def collect(self) -> Iterable[Metric]:
+        family = self._family()
+        for cluster, cache in list(self._caches()):
+            for gvk, count in list(cache.scans.items()):
+                family.add_metric([cluster, str(gvk.kind)], count)
+        return [family]
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(
+            CACHE_LIST_SCANS,
+            "Cached lists with a label or field selector no index could serve.",
+            labels=["cluster", "kind"],
+        )
+
+
+def register_cache_scans(
+    registry: CollectorRegistry, caches: Callable[[], Iterable[tuple[str, _CacheScans]]]
+) -> None:
+    """Export ``CACHE_LIST_SCANS`` for the caches ``caches()`` names (read at every scrape)."""
+    registry.register(_CacheScanCollector(caches))

@@ -1,8 +1,10 @@
 """Store is the thread-free, indexed map of objects an informer keeps in sync with the apiserver.
 
 Objects are keyed ``namespace/name`` (``name`` when cluster-scoped). Indexers map an index name to
-a function giving the values an object is filed under; ``namespace`` is always present. Indexes
-follow every add, update, delete and replace, and an indexer added later is backfilled.
+a function giving the values an object is filed under; ``namespace`` is always present, and a
+``label:<key>`` index (objects by the value of one label) is built the first time a query asks
+for it. Indexes follow every add, update, delete and replace, and an indexer added later is
+backfilled.
 
 Stored objects are shared with every reader: they must never be mutated. Readers that want to
 change an object take a copy (``deep_copy``); the cache's readers do that by default.
@@ -14,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 __all__ = [
+    "LABEL_INDEX_PREFIX",
     "NAMESPACE_INDEX",
     "IndexFunc",
     "Indexer",
@@ -26,6 +29,7 @@ Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], Iterable[str]]
 
 NAMESPACE_INDEX: Final = "namespace"
+LABEL_INDEX_PREFIX: Final = "label:"
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -38,6 +42,14 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def _namespace_index(obj: Obj) -> list[str]:
     namespace = obj["metadata"].get("namespace")
     return [namespace] if namespace else []
+
+
+def _label_index(key: str) -> IndexFunc:
+    def values(obj: Obj) -> list[str]:
+        labels = obj["metadata"].get("labels") or {}
+        return [labels[key]] if key in labels else []
+
+    return values
 
 
 def deep_copy(value: Any) -> Any:
@@ -113,6 +125,14 @@ class Indexer:
         if index_name not in self._indices:
             raise KeyError(f"no index named {index_name!r}")
         return sorted(self._indices[index_name].get(value, ()))
+
+    def label_keys(self, key: str, value: str) -> list[str]:
+        """Keys of the objects whose label ``key`` is ``value``, sorted; the ``label:<key>`` index
+        is built on the first call for ``key`` and kept current from then on."""
+        name = LABEL_INDEX_PREFIX + key
+        if name not in self._indexers:
+            self.add_indexers({name: _label_index(key)})
+        return self.index_keys(name, value)
 
     def upsert(self, obj: Obj) -> Obj | None:
         """Store ``obj`` under its key; returns the object it replaced, if any."""

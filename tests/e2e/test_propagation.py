@@ -40,6 +40,8 @@ async def _weighted_scaled_duplicated_and_excluded(stack: Stack) -> None:
     }
     await stack.host.update(policy)
     await stack.wait_replicas("nginx", {"member1": 3, "member2": None})
+    # Every list the controllers made from the host's cache was served by an index.
+    assert stack.context.manager.cache.scans == {}
 
 
 async def test_overrides_show_only_on_their_member(joined: Environment, namespace: str) -> None:

@@ -12,6 +12,7 @@ from reconcile.client import ListerWatcher
 from reconcile.errors import Forbidden
 from reconcile.gvk import GVK
 from reconcile.informer import FuncHandler, SharedInformer
+from reconcile.labels import Selector
 from reconcile.reflector import Backoff
 from reconcile.store import Obj
 from testenv import eventually
@@ -247,4 +248,48 @@ async def test_index_and_selector_queries() -> None:
         assert [o["metadata"]["name"] for o in by_field["items"]] == ["a"]
         with pytest.raises(ValueError, match="needs an index"):
             await cache.list(CONFIGMAP, field_selector="spec.other=x")
+        group.cancel_scope.cancel()
+
+
+async def test_an_equality_label_list_examines_only_the_matching_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    items = [
+        {
+            "metadata": {
+                "name": f"o{i}",
+                "namespace": "ns",
+                "labels": {"id": str(i), "team": str(i % 2)},
+            }
+        }
+        for i in range(1000)
+    ]
+    cache = _cache(ConfigMap=Script([page("1", *items)], [[HANG]]))
+    cache.get_informer(CONFIGMAP)
+    examined: list[str] = []
+    matches = Selector.matches_object
+
+    def counting(self: Selector, obj: Obj) -> bool:
+        examined.append(obj["metadata"]["name"])
+        return matches(self, obj)
+
+    monkeypatch.setattr(Selector, "matches_object", counting)
+
+    async def names(selector: str, namespace: str | None = None) -> list[str]:
+        examined.clear()
+        found = await cache.list(CONFIGMAP, label_selector=selector, namespace=namespace)
+        return sorted(o["metadata"]["name"] for o in found["items"])
+
+    async with anyio.create_task_group() as group:
+        await group.start(cache.run)
+        assert await names("id=7") == ["o7"]
+        assert examined == ["o7"]
+        assert await names("id in (3,4),team=1", namespace="ns") == ["o3"]
+        assert sorted(examined) == ["o3"]
+        assert await names("id=nothing") == []
+        assert examined == []
+        assert cache.scans == {}
+        assert len(await names("id!=3")) == 999  # no index serves it: a counted scan
+        assert len(examined) == 1000
+        assert cache.scans == {CONFIGMAP: 1}
         group.cancel_scope.cancel()

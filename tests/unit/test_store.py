@@ -77,3 +77,17 @@ def test_deep_copy_is_independent_and_equal() -> None:
     assert copied == original == copy.deepcopy(original)
     copied["a"][1]["b"].append(4)
     assert original["a"][1]["b"] == [2, 3]
+
+
+def test_a_label_index_is_built_on_first_use_and_follows_every_change() -> None:
+    store = Indexer()
+    store.upsert({"metadata": {"name": "a", "labels": {"app": "web"}}})
+    store.upsert({"metadata": {"name": "b", "labels": {"app": "db"}}})
+    store.upsert({"metadata": {"name": "c"}})
+    assert store.label_keys("app", "web") == ["a"]
+    store.upsert({"metadata": {"name": "a", "labels": {"app": "db"}}})
+    store.upsert({"metadata": {"name": "c", "labels": {"app": "web"}}})
+    store.delete("b")
+    assert store.label_keys("app", "web") == ["c"]
+    assert store.label_keys("app", "db") == ["a"]
+    assert store.label_keys("tier", "x") == []

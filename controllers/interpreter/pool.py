@@ -36,13 +36,14 @@ import lupa  # type: ignore[import-untyped]
 import orjson
 
 import controllers
-from controllers.interpreter.sandbox import dumps, loads
-from controllers.interpreter.worker import HEADER, MAX_FRAME
+from controllers.interpreter.sandbox import MAX_RESULT_BYTES, MAX_RESULT_NODES, dumps, loads
+from controllers.interpreter.worker import HEADER
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
     "DEFAULT_WORKER_MEMORY",
     "KILL_GRACE",
+    "MAX_REPLY",
     "START_TIMEOUT",
     "ScriptSpec",
     "WorkerFailure",
@@ -58,6 +59,11 @@ DEFAULT_WORKER_MEMORY: Final = 512 * 2**20
 
 KILL_GRACE: Final = 0.1
 """Seconds past a call's time limit before its worker is killed (the in-VM stop comes first)."""
+
+MAX_REPLY: Final = 6 * MAX_RESULT_BYTES + 64 * MAX_RESULT_NODES
+"""Bytes of the longest reply the parent reads: a bounded result's worst JSON (every character
+escaped as ``\\uXXXX``, every value with its key and punctuation). The worker bounds results itself;
+this holds even when the worker does not (a corrupted VM), before the reply is buffered."""
 
 SPIN: Final = 0.0004
 """Seconds a lone call polls for its reply before it waits on the event loop.
@@ -186,8 +192,11 @@ class _Worker:
         while True:
             if len(self._buffer) >= HEADER.size:
                 (size,) = HEADER.unpack_from(self._buffer)
-                if size > MAX_FRAME:
-                    raise WorkerFailure("died", f"the worker sent a {size}-byte message")
+                if size > MAX_REPLY:
+                    self.kill()
+                    raise WorkerFailure(
+                        "died", f"its worker sent a {size}-byte reply (limit {MAX_REPLY})"
+                    )
                 end = HEADER.size + size
                 if len(self._buffer) >= end:
                     message = loads(memoryview(self._buffer)[HEADER.size : end])

@@ -35,7 +35,9 @@ from controllers.interpreter import (
     Operation,
     WorkerPool,
 )
+from controllers.interpreter.pool import DEFAULT_WORKER_MEMORY, MAX_REPLY, WorkerFailure, _Worker
 from controllers.interpreter.sandbox import MAX_RESULT_NODES
+from controllers.interpreter.worker import HEADER
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
 """Marks the async tests (strict mode)."""
@@ -357,3 +359,16 @@ async def test_a_reply_wait_leaves_nothing_registered_on_the_loop(pool: WorkerPo
     with pytest.raises(LuaTimeout):
         await looping.get_replicas(OBJ)
     assert _watched(loop) == before
+
+
+def test_a_reply_past_the_bound_fails_before_it_is_read_and_kills_its_worker() -> None:
+    # The worker bounds its results; the parent must not rely on it (a corrupted VM could send
+    # anything): the length prefix alone is enough to refuse the reply.
+    worker = _Worker(DEFAULT_WORKER_MEMORY)
+    try:
+        worker._buffer += HEADER.pack(MAX_REPLY + 1)
+        with pytest.raises(WorkerFailure, match=f"reply \\(limit {MAX_REPLY}\\)"):
+            worker.read_some()
+        assert worker.process.wait(timeout=5) < 0, "the worker was killed"
+    finally:
+        worker.kill()

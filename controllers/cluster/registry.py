@@ -99,6 +99,7 @@ INVALID_KUBECONFIG: Final = "InvalidKubeconfig"
 
 _UNSAFE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")  # whitespace, control and non-ASCII characters
 _PREVIEW: Final = 200
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # apimachinery's DNS-1123 label
 
 
 class MemberConfigError(ValueError):
@@ -129,6 +130,12 @@ class MemberOptions:
     def __post_init__(self) -> None:
         if not self.cluster_namespace:
             raise ValueError("the cluster namespace must not be empty")
+        if not _NAMESPACE.fullmatch(self.cluster_namespace):
+            # Else every Cluster would be refused for a namespace that cannot exist.
+            raise ValueError(
+                f"the cluster namespace {self.cluster_namespace[:_PREVIEW]!r} is not a namespace "
+                "name (a DNS-1123 label: lowercase letters, digits and '-', at most 63)"
+            )
 
 
 def member_endpoint(endpoint: object, *, allow_insecure: bool = False) -> str:

@@ -152,6 +152,12 @@ def test_the_cluster_namespace_is_the_one_configured() -> None:
         MemberOptions(cluster_namespace="")
 
 
+@pytest.mark.parametrize("namespace", ["Bad Name!", "UPPER", "-dash", "a" * 64, "a.b"])
+def test_a_cluster_namespace_no_namespace_could_have_is_refused_at_start(namespace: str) -> None:
+    with pytest.raises(ValueError, match="is not a namespace name"):
+        MemberOptions(cluster_namespace=namespace)
+
+
 # -- Secret contents ---------------------------------------------------------------------------
 
 

@@ -1,8 +1,9 @@
-"""Benchmark: Deployments propagated by one ClusterPropagationPolicy from a host to 2 members.
+"""Benchmark: Deployments propagated by one ClusterPropagationPolicy from a host to N members.
 
-testenv starts a host and two members (real kube-apiservers on one etcd) with the Karmada CRDs;
-the parent joins both members, creates the namespace ``bench`` everywhere and one
-ClusterPropagationPolicy dividing every Deployment of that namespace 1:1 between the members,
+testenv starts a host and ``--members`` members (default 2; real kube-apiservers on one etcd)
+with the Karmada CRDs; the parent joins every member, creates the namespace ``bench``
+everywhere and one ClusterPropagationPolicy dividing every Deployment of that namespace between
+the members with equal static weights,
 then runs ``reconcile controller-manager`` as a child process of its own (all controllers, so its
 memory is measured alone, from ``/proc/<pid>/status``).
 
@@ -16,10 +17,12 @@ ResourceBindings and Deployments. Phases:
    a first Deployment created and present in both members (its latency is printed as "cold");
 2. bulk: ``--templates`` Deployments created by ``--concurrency`` writers; measured from the
    first create to every binding FullyApplied, and to every template aggregated (its
-   ``status.readyReplicas`` equals ``spec.replicas``: the members' statuses summed on the host);
+   ``status.readyReplicas`` equals ``spec.replicas``: the members' statuses summed on the host),
+   with the throughput of each thousand templates in the order they arrived, so a rate that
+   falls as the number of objects grows shows;
 3. latency: once the controller-manager's work queues are empty (the bulk's trailing reconciles
    done; the wait is printed), ``--samples`` Deployments created one after the other, each timed
-   from the start of its create on the host to its ADDED event from both members' watches;
+   from the start of its create on the host to its ADDED event from every member's watch;
    P50/P99/max and the ratio of P99 to the goal (1 s, to compare later with Karmada's own
    controller-manager).
 
@@ -29,7 +32,8 @@ peak (VmHWM), and its CPU seconds per phase. From its /metrics (on a free local 
 mean time worked and waited in the queue, which shows where a slow phase went.
 
 Run from the repository root: ``.venv/bin/python -m bench.propagation [--templates N]
-[--samples S]`` (the documented figures are for 1,000 / 100).
+[--members M] [--samples S]`` (docs/benchmarks.md: 1,000 and 10,000 templates on 2 members,
+1,000 on 10).
 """
 
 from __future__ import annotations
@@ -81,10 +85,8 @@ from testenv import ControlPlane, Environment
 
 __all__ = ["main"]
 
-MEMBERS: Final = ("member1", "member2")
 NAMESPACE: Final = "bench"
 DEPLOYMENT: Final = GVK("apps", "v1", "Deployment")
-REPLICAS: Final = 2
 GOAL_P99: Final = 1.0
 """Seconds: the goal for a single object's create → present in every member, P99."""
 ROOT: Final = Path(__file__).resolve().parents[1]
@@ -94,39 +96,48 @@ STATUS_WRITERS: Final = 4
 """Parallel status writers per member (the stand-in for its Deployment controller)."""
 STOP_TIMEOUT: Final = 30.0
 
-POLICY: Final[Obj] = {
-    "apiVersion": "policy.karmada.io/v1alpha1",
-    "kind": "ClusterPropagationPolicy",
-    "metadata": {"name": "bench-deployments"},
-    "spec": {
-        "resourceSelectors": [
-            {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NAMESPACE}
-        ],
-        "placement": {
-            "clusterAffinity": {"clusterNames": list(MEMBERS)},
-            "replicaScheduling": {
-                "replicaSchedulingType": "Divided",
-                "replicaDivisionPreference": "Weighted",
-                "weightPreference": {
-                    "staticWeightList": [
-                        {"targetCluster": {"clusterNames": [name]}, "weight": 1} for name in MEMBERS
-                    ]
+
+def member_names(count: int) -> list[str]:
+    """member1 … member<count>."""
+    return [f"member{index}" for index in range(1, count + 1)]
+
+
+def policy(members: list[str]) -> Obj:
+    """The ClusterPropagationPolicy dividing the bench's Deployments among ``members``."""
+    weights = [{"targetCluster": {"clusterNames": [name]}, "weight": 1} for name in members]
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "bench-deployments"},
+        "spec": {
+            "resourceSelectors": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NAMESPACE}
+            ],
+            "placement": {
+                "clusterAffinity": {"clusterNames": members},
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {"staticWeightList": weights},
                 },
             },
         },
-    },
-}
+    }
 
 
-def deployment(name: str) -> Obj:
-    """A small nginx Deployment template in the bench namespace."""
+def deployment(name: str, replicas: int) -> Obj:
+    """A small nginx Deployment template in the bench namespace.
+
+    The bench gives each Deployment one replica per member: divided 1:1:…, every member gets
+    a Work (a member given 0 replicas of a Divided binding gets none).
+    """
     labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
         "spec": {
-            "replicas": REPLICAS,
+            "replicas": replicas,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
@@ -402,19 +413,24 @@ async def present(members: list[Member], name: str, timeout: float) -> float:
 async def single(host: Client, members: list[Member], name: str, timeout: float) -> float:
     """Create one Deployment; seconds from the start of the create to it in every member."""
     started = time.monotonic()
-    await host.create(deployment(name))
+    await host.create(deployment(name, len(members)))
     return await present(members, name, timeout) - started
 
 
+def bulk_name(index: int) -> str:
+    """The name of the bulk's ``index``-th Deployment."""
+    return f"bulk-{index:05d}"
+
+
 async def bulk(
-    host_client: Client, host: Host, count: int, concurrency: int
+    host_client: Client, host: Host, count: int, concurrency: int, replicas: int
 ) -> tuple[float, float, float]:
     """Create ``count`` Deployments; seconds to all created, FullyApplied, aggregated."""
-    names = {f"bulk-{index:05d}" for index in range(count)}
+    names = {bulk_name(index) for index in range(count)}
     started = time.monotonic()
 
     async def create(index: int) -> None:
-        await host_client.create(deployment(f"bulk-{index:05d}"))
+        await host_client.create(deployment(bulk_name(index), replicas))
 
     created = await run_parallel(count, concurrency, create)
     timeout = max(WARM_TIMEOUT, count * 3.0)
@@ -429,11 +445,27 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
+def per_thousand(arrivals: Mapping[str, float], names: set[str], started: float) -> list[float]:
+    """Templates per second in each successive thousand of ``names`` to arrive (the last
+    group may be smaller), from ``started``: a rate that falls with n shows as a falling row."""
+    times = sorted(arrivals[name] for name in names if name in arrivals)
+    rates = []
+    for first in range(0, len(times), 1000):
+        group = times[first : first + 1000]
+        begin = started if first == 0 else times[first - 1]
+        rates.append(len(group) / max(group[-1] - begin, 1e-9))
+    return rates
+
+
 @dataclass
 class Figures:
     """What one run measured (seconds; counters from the child's /metrics by phase)."""
 
     templates: int
+    members: int
+    bulk_started: float = 0.0
+    applied_per_thousand: list[float] = field(default_factory=list)
+    aggregated_per_thousand: list[float] = field(default_factory=list)
     control_planes: float = 0.0
     setup: float = 0.0
     cold: float = 0.0
@@ -452,7 +484,7 @@ def _line(label: str, value: str) -> None:
 
 def _report_latency(latencies: list[float]) -> None:
     p50, p99 = statistics.median(latencies), _percentile(latencies, 0.99)
-    print(f"single create on the host → present in both members, {len(latencies)} samples:")
+    print(f"single create on the host → present in every member, {len(latencies)} samples:")
     _line(
         "P50 / P99 / max / min",
         " / ".join(
@@ -482,17 +514,25 @@ def _report_counters(figures: Figures) -> None:
         _line(controller, f"{total / figures.templates:6.2f}   ({detail}; {timing})")
 
 
+def _rates(rates: list[float]) -> str:
+    row = " ".join(f"{rate:.1f}" for rate in rates)
+    return row if len(rates) < 2 else f"{row}  (last / first {rates[-1] / rates[0]:.2f})"
+
+
 def report(figures: Figures, child: ControllerManager, peak: float) -> None:
     """Print the figures."""
     n = figures.templates
-    print(f"\n{n} Deployments, 1 ClusterPropagationPolicy, {len(MEMBERS)} members")
+    print(f"\n{n} Deployments, 1 ClusterPropagationPolicy, {figures.members} members")
     _line("setup: control planes ready", f"{figures.control_planes:8.2f} s")
     _line("setup: total, to the controller-manager warm", f"{figures.setup:8.2f} s")
     _line("first Deployment after start (cold)", f"{figures.cold:8.2f} s")
     _line(f"bulk: {n} creates took", f"{figures.created:8.2f} s")
     _line("bulk: first create to all FullyApplied", f"{figures.fully_applied:8.2f} s")
     _line("bulk: first create to all aggregated", f"{figures.aggregated:8.2f} s")
+    _line("bulk: throughput, templates FullyApplied / s", f"{n / figures.fully_applied:8.1f}")
     _line("bulk: throughput, templates aggregated / s", f"{n / figures.aggregated:8.1f}")
+    _line("bulk: FullyApplied / s, by thousand", _rates(figures.applied_per_thousand))
+    _line("bulk: aggregated / s, by thousand", _rates(figures.aggregated_per_thousand))
     _line("bulk: then until every work queue was empty", f"{figures.settled:8.2f} s")
     _line("member status writes (by the bench)", f"{figures.status_writes:8d}")
     if figures.latencies:
@@ -508,12 +548,12 @@ def report(figures: Figures, child: ControllerManager, peak: float) -> None:
 
 
 async def _prepare(host: Client, members: Mapping[str, Client], env: Environment) -> None:
-    for name in MEMBERS:
+    for name in members:
         plane = env.members[name]
         await join_cluster(name, host=host, member_kubeconfig=str(plane.kubeconfig))
     for client in (host, *members.values()):
         await create_namespace(client, NAMESPACE)
-    await host.create(POLICY)
+    await host.create(policy(list(members)))
 
 
 async def _phases(
@@ -530,14 +570,22 @@ async def _phases(
         for member in members:
             await member.run(group)
         await host.run(group)
-        await host.ready.wait(set(MEMBERS), WARM_TIMEOUT)
+        await host.ready.wait(set(member_clients), WARM_TIMEOUT)
         figures.cold = await single(host_client, members, "warmup", WARM_TIMEOUT)
         figures.setup = time.monotonic() - started
         await host.aggregated.wait({"warmup"}, WARM_TIMEOUT)
         await phase_end(child, figures, args.metrics_address, "warm")
         print(f"warm after {figures.setup:.1f} s; bulk of {args.templates} ...", flush=True)
+        figures.bulk_started = time.monotonic()
         figures.created, figures.fully_applied, figures.aggregated = await bulk(
-            host_client, host, args.templates, args.concurrency
+            host_client, host, args.templates, args.concurrency, len(members)
+        )
+        names = {bulk_name(index) for index in range(args.templates)}
+        figures.applied_per_thousand = per_thousand(
+            host.fully_applied.times, names, figures.bulk_started
+        )
+        figures.aggregated_per_thousand = per_thousand(
+            host.aggregated.times, names, figures.bulk_started
         )
         await phase_end(child, figures, args.metrics_address, "after bulk")
         figures.settled = await settle(args.metrics_address)
@@ -560,12 +608,13 @@ async def phase_end(
 
 async def run(args: argparse.Namespace) -> None:
     """Run every phase and print the figures."""
-    figures = Figures(args.templates)
+    figures = Figures(args.templates, args.members)
     started = time.monotonic()
-    async with Environment(members=MEMBERS, crd_paths=crd_paths()) as env:
+    names = member_names(args.members)
+    async with Environment(members=names, crd_paths=crd_paths()) as env:
         figures.control_planes = time.monotonic() - started
         host_client = await _client(env.host)
-        member_clients = {name: await _client(env.members[name]) for name in MEMBERS}
+        member_clients = {name: await _client(env.members[name]) for name in names}
         try:
             await _prepare(host_client, member_clients, env)
             metrics = args.metrics_address or "0"
@@ -581,6 +630,7 @@ def main() -> None:
     """Parse the command line and run."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--templates", type=int, default=100, help="Deployments in the bulk")
+    parser.add_argument("--members", type=int, default=2, help="member clusters")
     parser.add_argument("--samples", type=int, default=20, help="single creates timed")
     parser.add_argument("--concurrency", type=int, default=20, help="parallel creators")
     parser.add_argument(

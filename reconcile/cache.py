@@ -9,8 +9,8 @@ controller that asks. The cache is safe to start by construction, removing clien
   reflector is refused (403 Forbidden, unknown resource) instead of hanging;
 - reads before start raise ``CacheNotStarted``; reads after start wait for their informer's sync.
 
-Reads return copies by default, so callers may change what they get (``copy_on_read=False`` hands
-out the shared objects for speed; they must then never be mutated).
+Every read returns objects of the caller's own (the store decodes them afresh), so callers may
+change what they get.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer, Transform, strip_managed_fields
 from reconcile.labels import Selector, parse_selector
-from reconcile.store import NAMESPACE_INDEX, Indexer, IndexFunc, Obj, deep_copy, object_key
+from reconcile.store import NAMESPACE_INDEX, Indexer, IndexFunc, Obj, object_key
 
 __all__ = [
     "DEFAULT_CACHE_SYNC_TIMEOUT",
@@ -99,7 +99,6 @@ class Cache:
         namespace: restrict every informer to one namespace (default: all namespaces).
         transform: applied to objects before they are stored (default strips managedFields).
         resync_period: default resync period of handlers (default: none).
-        copy_on_read: return deep copies from get/list (default True).
         sync_timeout: how long reads and wait_for_cache_sync wait (default 120 s).
     """
 
@@ -110,14 +109,12 @@ class Cache:
         namespace: str | None = None,
         transform: Transform | None = strip_managed_fields,
         resync_period: float | None = None,
-        copy_on_read: bool = True,
         sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
     ) -> None:
         self._source = source
         self._namespace = namespace
         self._transform = transform
         self._resync_period = resync_period
-        self._copy_on_read = copy_on_read
         self.sync_timeout = sync_timeout
         self._informers: dict[InformerScope, SharedInformer] = {}
         self._indexers: dict[GVK, dict[str, IndexFunc]] = {}
@@ -170,8 +167,18 @@ class Cache:
         """Index every ``gvk`` object under ``func(obj)``; queried by ``list(..., index=...)``.
 
         Informers that exist already are backfilled; later ones are created with the index.
+        Registering the same function under the same name again does nothing, so controllers
+        that share an index may each register it.
+
+        Raises:
+            ValueError: another function is registered under ``name`` for ``gvk``.
         """
-        self._indexers.setdefault(gvk, {})[name] = func
+        known = self._indexers.setdefault(gvk, {})
+        if name in known:
+            if known[name] is not func:
+                raise ValueError(f"{gvk.kind} already has an index named {name!r}")
+            return
+        known[name] = func
         for scope, informer in self._informers.items():
             if scope.gvk == gvk:
                 informer.add_indexers({name: func})
@@ -263,7 +270,7 @@ class Cache:
         )
 
     async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Obj:
-        """The cached object (a copy unless copy_on_read is off).
+        """The cached object (the caller's own copy).
 
         Raises:
             NotFound: not in the cache.
@@ -276,7 +283,7 @@ class Cache:
             raise NotFound(
                 {"code": 404, "reason": "NotFound", "message": f"{gvk.kind} {key!r} not found"}
             )
-        return self._out(obj)
+        return obj
 
     async def list(
         self,
@@ -306,7 +313,7 @@ class Cache:
         found, narrowed = self._candidates(informer, namespace, field_selector, index, labelled)
         if (selector or field_selector) and labelled is None and not narrowed:
             self.scans[gvk] = self.scans.get(gvk, 0) + 1
-        items = [self._out(o) for o in found if selector.matches_object(o)]
+        items = [o for o in found if selector.matches_object(o)]
         return {
             "apiVersion": gvk.api_version,
             "kind": f"{gvk.kind}List",
@@ -349,10 +356,6 @@ class Cache:
                     f"cache.index_field(gvk, 'field:{field}', func)"
                 )
         return found, narrowed
-
-    def _out(self, obj: Obj) -> Obj:
-        copied: Obj = deep_copy(obj) if self._copy_on_read else obj
-        return copied
 
 
 def _label_keys(indexer: Indexer, selector: Selector) -> set[str] | None:

@@ -6,14 +6,20 @@ a function giving the values an object is filed under; ``namespace`` is always p
 for it. Indexes follow every add, update, delete and replace, and an indexer added later is
 backfilled.
 
-Stored objects are shared with every reader: they must never be mutated. Readers that want to
-change an object take a copy (``deep_copy``); the cache's readers do that by default.
+Objects are stored encoded (compact JSON bytes) and decoded on every read, so each reader gets an
+object of its own to change as it likes. That is cheaper both ways than keeping decoded objects and
+copying them on read as controller-runtime's cache does: a decoded Kubernetes object takes four to
+five times the memory of its JSON in CPython (a Work of 3 KB is 14 KB of dicts and strings), and
+decoding it takes about a third of the time of a deep copy. Index functions see the decoded object
+when it is stored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
+
+import orjson
 
 __all__ = [
     "LABEL_INDEX_PREFIX",
@@ -52,6 +58,11 @@ def _label_index(key: str) -> IndexFunc:
     return values
 
 
+def _decode(encoded: bytes) -> Obj:
+    obj: Obj = orjson.loads(encoded)
+    return obj
+
+
 def deep_copy(value: Any) -> Any:
     """A deep copy of decoded JSON (dicts, lists, scalars); much faster than copy.deepcopy."""
     if isinstance(value, dict):
@@ -62,10 +73,13 @@ def deep_copy(value: Any) -> Any:
 
 
 class Indexer:
-    """Objects by key plus secondary indexes; all operations are synchronous and O(values)."""
+    """Objects by key plus secondary indexes; all operations are synchronous and O(values).
+
+    Every object returned is decoded afresh: the caller's own, not shared with the store.
+    """
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
-        self._items: dict[str, Obj] = {}
+        self._items: dict[str, bytes] = {}
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: _namespace_index}
         self._indices: dict[str, dict[str, set[str]]] = {NAMESPACE_INDEX: {}}
         self.add_indexers(indexers or {})
@@ -77,12 +91,13 @@ class Indexer:
         return key in self._items
 
     def get(self, key: str) -> Obj | None:
-        """The stored object under ``key`` (shared: do not mutate), or None."""
-        return self._items.get(key)
+        """The object stored under ``key``, or None."""
+        encoded = self._items.get(key)
+        return None if encoded is None else _decode(encoded)
 
     def values(self) -> list[Obj]:
-        """Every stored object (shared: do not mutate)."""
-        return list(self._items.values())
+        """Every stored object: each one decoded, so prefer an index to a walk over all."""
+        return [_decode(encoded) for encoded in self._items.values()]
 
     def keys(self) -> list[str]:
         """Every key."""
@@ -100,8 +115,8 @@ class Indexer:
             self._indexers[name] = func
             index: dict[str, set[str]] = {}
             self._indices[name] = index
-            for key, obj in self._items.items():
-                for value in func(obj):
+            for key, encoded in self._items.items():
+                for value in func(_decode(encoded)):
                     index.setdefault(value, set()).add(key)
 
     def index_names(self) -> list[str]:
@@ -114,7 +129,7 @@ class Indexer:
         Raises:
             KeyError: no such index.
         """
-        return [self._items[key] for key in self.index_keys(index_name, value)]
+        return [_decode(self._items[key]) for key in self.index_keys(index_name, value)]
 
     def index_keys(self, index_name: str, value: str) -> list[str]:
         """Keys filed under ``value`` in ``index_name``, sorted.
@@ -126,6 +141,17 @@ class Indexer:
             raise KeyError(f"no index named {index_name!r}")
         return sorted(self._indices[index_name].get(value, ()))
 
+    def index_values(self, index_name: str) -> list[str]:
+        """The values under which ``index_name`` files at least one object, sorted (client-go's
+        ListIndexFuncValues).
+
+        Raises:
+            KeyError: no such index.
+        """
+        if index_name not in self._indices:
+            raise KeyError(f"no index named {index_name!r}")
+        return sorted(self._indices[index_name])
+
     def label_keys(self, key: str, value: str) -> list[str]:
         """Keys of the objects whose label ``key`` is ``value``, sorted; the ``label:<key>`` index
         is built on the first call for ``key`` and kept current from then on."""
@@ -135,20 +161,26 @@ class Indexer:
         return self.index_keys(name, value)
 
     def upsert(self, obj: Obj) -> Obj | None:
-        """Store ``obj`` under its key; returns the object it replaced, if any."""
+        """Store ``obj`` under its key; returns the object it replaced, if any.
+
+        The store keeps ``obj``'s encoding, not ``obj``: changing ``obj`` afterwards does not
+        change what is stored.
+        """
         key = object_key(obj)
-        old = self._items.get(key)
+        old = self.get(key)
         if old is not None:
             self._unindex(key, old)
-        self._items[key] = obj
+        self._items[key] = orjson.dumps(obj)
         self._index(key, obj)
         return old
 
     def delete(self, key: str) -> Obj | None:
         """Remove the object under ``key``; returns it, or None when absent."""
-        old = self._items.pop(key, None)
-        if old is not None:
-            self._unindex(key, old)
+        encoded = self._items.pop(key, None)
+        if encoded is None:
+            return None
+        old = _decode(encoded)
+        self._unindex(key, old)
         return old
 
     def _index(self, key: str, obj: Obj) -> None:

@@ -66,9 +66,28 @@ def test_upsert_returns_the_replaced_object_and_delete_the_removed_one() -> None
     store = Indexer()
     first, second = _cm("a", v="1"), _cm("a", v="2")
     assert store.upsert(first) is None
-    assert store.upsert(second) is first
-    assert store.delete("default/a") is second
+    assert store.upsert(second) == first
+    assert store.delete("default/a") == second
     assert store.delete("default/a") is None
+
+
+def test_every_read_is_the_readers_own_and_storing_keeps_a_snapshot() -> None:
+    store = Indexer()
+    stored = _cm("a", v="1")
+    store.upsert(stored)
+    stored["metadata"]["labels"]["v"] = "changed after upsert"
+    got = store.get("default/a")
+    assert got is not None
+    assert got["metadata"]["labels"] == {"v": "1"}
+    got["metadata"]["labels"]["v"] = "changed by a reader"
+    for read in (
+        store.get("default/a"),
+        store.values()[0],
+        store.by_index("namespace", "default")[0],
+    ):
+        assert read is not None
+        assert read["metadata"]["labels"] == {"v": "1"}
+    assert store.label_keys("v", "1") == ["default/a"]
 
 
 def test_deep_copy_is_independent_and_equal() -> None:

@@ -16,6 +16,9 @@ from controllers.api.shape import object_field
 from reconcile import GVK, Condition, Resource
 
 __all__ = [
+    "BINDING_RESOURCE_INDEX",
+    "TARGET_CLUSTER_INDEX",
+    "binding_resource_kind",
     "APPLIED_FAILED_REASON",
     "APPLIED_SUCCESSFUL_REASON",
     "AggregatedStatusItem",
@@ -52,6 +55,7 @@ __all__ = [
     "binding_spec",
     "binding_status",
     "manifests_of",
+    "target_cluster_names",
     "target_clusters",
     "work_spec",
     "work_status",
@@ -239,6 +243,27 @@ def binding_spec(binding: Mapping[str, Any]) -> ResourceBindingSpec:
 def binding_status(binding: Mapping[str, Any]) -> ResourceBindingStatus:
     """A (Cluster)ResourceBinding's status (empty if missing or not an object)."""
     return cast(ResourceBindingStatus, object_field(binding, "status"))
+
+
+TARGET_CLUSTER_INDEX: Final = "spec.clusters.name"
+"""The cache index of bindings by the clusters they are scheduled to (``target_cluster_names``):
+the bindings a Cluster's change concerns are a lookup, not a walk over every binding."""
+BINDING_RESOURCE_INDEX: Final = "spec.resource.kind"
+"""The cache index of bindings by their template's ``<apiVersion>/<kind>``
+(``binding_resource_kind``)."""
+
+
+def target_cluster_names(binding: Mapping[str, Any]) -> list[str]:
+    """The names of the clusters a binding is scheduled to; the ``TARGET_CLUSTER_INDEX``."""
+    return [target.get("name", "") for target in target_clusters(binding)]
+
+
+def binding_resource_kind(binding: Mapping[str, Any]) -> list[str]:
+    """``<apiVersion>/<kind>`` of the binding's template (none when it names no kind); the
+    ``BINDING_RESOURCE_INDEX``. ``GVK.from_api_version(*value.rsplit("/", 1))`` reads it back."""
+    resource = binding_spec(binding).get("resource") or {}
+    api_version, kind = resource.get("apiVersion", ""), resource.get("kind", "")
+    return [f"{api_version}/{kind}"] if api_version and kind else []
 
 
 def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:

@@ -33,6 +33,7 @@ from controllers.api import (
     APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
     APPLIED_OVERRIDES_ANNOTATION,
     BINDING_CONTROLLER_FINALIZER,
+    BINDING_RESOURCE_INDEX,
     CLUSTER_GVK,
     CLUSTER_OVERRIDE_POLICY_GVK,
     CLUSTER_RESOURCE_BINDING_CONTROLLER_FINALIZER,
@@ -44,12 +45,15 @@ from controllers.api import (
     RESOURCE_BINDING_NAME_ANNOTATION,
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,
     SCHEDULED_CONDITION,
+    TARGET_CLUSTER_INDEX,
     WORK_GVK,
     TargetCluster,
+    binding_resource_kind,
     binding_spec,
     cluster_of_execution_namespace,
     override_spec,
     replica_scheduling_type_of,
+    target_cluster_names,
     target_clusters,
 )
 from controllers.binding.names import binding_id_label, binding_id_of
@@ -60,6 +64,7 @@ from controllers.interpreter import Interpreter, InterpreterError, KindFilter, N
 from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
+    NAMESPACE_INDEX,
     AlreadyExists,
     CachedClient,
     Conflict,
@@ -72,6 +77,7 @@ from reconcile import (
     NoKindMatch,
     NotFound,
     Obj,
+    ObjectKey,
     Request,
     Result,
     SharedInformer,
@@ -420,42 +426,56 @@ def _may_select(selectors: Iterable[Mapping[str, Any]], resource: Mapping[str, A
 
 @dataclass
 class _BindingIndex:
-    """Maps override policies and Clusters to the bindings they may affect (informer reads)."""
+    """Maps override policies, Clusters and interpreter changes to the bindings they may
+    affect, from the binding informers' indexes (a lookup, not a walk over every binding)."""
 
     informers: list[SharedInformer]
 
-    def _bindings(self) -> Iterable[Obj]:
-        for informer in self.informers:
-            yield from informer.indexer.values()
+    def _keys(self, index: str, value: str) -> list[Request]:
+        return [
+            _request_of_key(key)
+            for informer in self.informers
+            for key in informer.indexer.index_keys(index, value)
+        ]
 
     def for_policy(self, policy: Obj) -> list[Request]:
         namespace = namespace_of(policy)
         selectors = override_spec(policy).get("resourceSelectors") or []
-        found = []
-        for binding in self._bindings():
-            if namespace and namespace_of(binding) != namespace:
-                continue
-            resource = binding_spec(binding).get("resource") or {}
-            if not selectors or _may_select(selectors, resource):
-                found.append(Request(name_of(binding), namespace_of(binding)))
-        return found
+        if not selectors:  # every binding of its namespace, or every binding
+            return self._keys(NAMESPACE_INDEX, namespace) if namespace else self._all()
+        kinds = {f"{s.get('apiVersion', '')}/{s.get('kind', '')}" for s in selectors}
+        return [
+            Request(name_of(binding), namespace_of(binding))
+            for informer in self.informers
+            for kind in sorted(kinds)
+            for binding in informer.indexer.by_index(BINDING_RESOURCE_INDEX, kind)
+            if (not namespace or namespace_of(binding) == namespace)
+            and _may_select(selectors, binding_spec(binding).get("resource") or {})
+        ]
+
+    def _all(self) -> list[Request]:
+        indexers = [informer.indexer for informer in self.informers]
+        return [_request_of_key(key) for indexer in indexers for key in indexer.keys()]  # noqa: SIM118
 
     def for_kinds(self, kinds: KindFilter) -> list[Request]:
         found = []
-        for binding in self._bindings():
-            resource = binding_spec(binding).get("resource") or {}
-            api_version, kind = str(resource.get("apiVersion", "")), str(resource.get("kind", ""))
-            if kind and kinds(GVK.from_api_version(api_version, kind)):
-                found.append(Request(name_of(binding), namespace_of(binding)))
+        for informer in self.informers:
+            for value in informer.indexer.index_values(BINDING_RESOURCE_INDEX):
+                api_version, _, kind = value.rpartition("/")
+                if kinds(GVK.from_api_version(api_version, kind)):
+                    found += [
+                        _request_of_key(key)
+                        for key in informer.indexer.index_keys(BINDING_RESOURCE_INDEX, value)
+                    ]
         return found
 
     def for_cluster(self, cluster: Obj) -> list[Request]:
-        name = name_of(cluster)
-        return [
-            Request(name_of(b), namespace_of(b))
-            for b in self._bindings()
-            if any(t.get("name") == name for t in target_clusters(b))
-        ]
+        return self._keys(TARGET_CLUSTER_INDEX, name_of(cluster))
+
+
+def _request_of_key(key: str) -> Request:
+    at = ObjectKey.parse(key)
+    return Request(at.name, at.namespace)
 
 
 def setup(context: Context) -> None:
@@ -464,6 +484,9 @@ def setup(context: Context) -> None:
     recorder = context.recorder(BINDING_CONTROLLER_NAME)
     reconciler = BindingController(manager.client, context.interpreter, recorder)
     kinds = (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK)
+    for gvk in kinds:
+        manager.cache.index_field(gvk, TARGET_CLUSTER_INDEX, target_cluster_names)
+        manager.cache.index_field(gvk, BINDING_RESOURCE_INDEX, binding_resource_kind)
     index = _BindingIndex([manager.cache.get_informer(gvk) for gvk in kinds])
     policies = EnqueueRequestsFromMapFunc(index.for_policy)
     controller = (

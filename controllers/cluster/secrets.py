@@ -91,8 +91,8 @@ class ClusterSecrets:
     async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
         """Register on the namespace's Secret informer (creating and starting it if needed)."""
         clusters = self.cache.get_informer(CLUSTER_GVK).indexer
-        if SECRET_REFERENCE_INDEX not in clusters.index_names():  # both controllers share it
-            self.cache.index_field(CLUSTER_GVK, SECRET_REFERENCE_INDEX, secret_references)
+        # Both cluster controllers register it: the same function twice is one index.
+        self.cache.index_field(CLUSTER_GVK, SECRET_REFERENCE_INDEX, secret_references)
         self._informer = self.cache.get_informer(SECRET, namespace=self.namespace)
         self._registration = self._informer.add_event_handler(_Enqueue(queue, clusters))
 

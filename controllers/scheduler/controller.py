@@ -40,6 +40,7 @@ from controllers.api import (
     SCHEDULED_CONDITION,
     binding_spec,
     replica_scheduling_type_of,
+    target_cluster_names,
     target_clusters,
 )
 from controllers.context import Context
@@ -66,6 +67,7 @@ from reconcile import (
     EventType,
     NotFound,
     Obj,
+    ObjectKey,
     Reader,
     Request,
     Result,
@@ -79,7 +81,6 @@ from reconcile import (
     labels_changed,
     labels_of,
     name_of,
-    namespace_of,
     or_,
     set_condition,
 )
@@ -150,10 +151,6 @@ log = structlog.get_logger("controllers.scheduler")
 
 def _gvk(request: Request) -> GVK:
     return RESOURCE_BINDING_GVK if request.namespace else CLUSTER_RESOURCE_BINDING_GVK
-
-
-def _request(binding: Mapping[str, Any]) -> Request:
-    return Request(name_of(binding), namespace_of(binding))
 
 
 def _now() -> str:
@@ -369,31 +366,37 @@ def cluster_changed(event: Event) -> bool:
     return _projection(event.old) != _projection(event.obj)
 
 
-def _affected(binding: Mapping[str, Any], cluster: str) -> bool:
+AFFECTED_BY_CLUSTER_INDEX: Final = "scheduler.affectedByCluster"
+"""Bindings by the Clusters whose change may reschedule them: their targets, or ``*`` (any
+Cluster) for one not yet scheduled or placed whole on each cluster (Duplicated, no replicas)."""
+ANY_CLUSTER: Final = "*"
+
+
+def _affected_by(binding: Obj) -> list[str]:
     if not is_ours(binding):
-        return False
+        return []
     if not is_condition_true(binding, SCHEDULED_CONDITION):
-        return True
+        return [ANY_CLUSTER]
     spec = binding_spec(binding)
     if not spec.get("replicas") or replica_scheduling_type_of(spec.get("placement")) == DUPLICATED:
-        return True
-    return any(t.get("name") == cluster for t in target_clusters(binding))
+        return [ANY_CLUSTER]
+    return target_cluster_names(binding)
 
 
 class _ClusterMapper:
-    """Maps a Cluster to the bindings its change may reschedule, from the binding informers."""
+    """Maps a Cluster to the bindings its change may reschedule: two index lookups."""
 
     def __init__(self, informers: Iterable[SharedInformer]) -> None:
         self.informers = list(informers)
 
     def __call__(self, cluster: Obj) -> list[Request]:
-        name = name_of(cluster)
-        return [
-            _request(binding)
-            for informer in self.informers
-            for binding in informer.indexer.values()
-            if _affected(binding, name)
-        ]
+        found = []
+        for informer in self.informers:
+            for value in (name_of(cluster), ANY_CLUSTER):
+                for key in informer.indexer.index_keys(AFFECTED_BY_CLUSTER_INDEX, value):
+                    at = ObjectKey.parse(key)
+                    found.append(Request(at.name, at.namespace))
+        return found
 
 
 def setup(context: Context) -> None:
@@ -401,6 +404,8 @@ def setup(context: Context) -> None:
     manager = context.manager
     reconciler = SchedulerController(manager.client, context.recorder(SCHEDULER_NAME))
     kinds = (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK)
+    for gvk in kinds:
+        manager.cache.index_field(gvk, AFFECTED_BY_CLUSTER_INDEX, _affected_by)
     mapper = _ClusterMapper(manager.cache.get_informer(gvk) for gvk in kinds)
     # Status writes (ours and the status controller's) do not change the generation; a claim
     # added or removed (labels) decides whether the binding is scheduled at all.

@@ -251,6 +251,23 @@ async def test_index_and_selector_queries() -> None:
         group.cancel_scope.cancel()
 
 
+def test_an_index_registered_twice_with_one_function_is_one_index() -> None:
+    cache = _cache(ConfigMap=Script([], []))
+    informer = cache.get_informer(CONFIGMAP)
+
+    def app(obj: Obj) -> list[str]:
+        return [obj["metadata"]["labels"]["app"]]
+
+    cache.index_field(CONFIGMAP, "app", app)
+    cache.index_field(CONFIGMAP, "app", app)  # a second controller sharing it
+    assert informer.indexer.index_names().count("app") == 1
+    with pytest.raises(ValueError, match="already has an index named 'app'"):
+        cache.index_field(CONFIGMAP, "app", lambda o: [])
+    for name, value in (("a", "web"), ("b", "db"), ("c", "db")):
+        informer.indexer.upsert({"metadata": {"name": name, "labels": {"app": value}}})
+    assert informer.indexer.index_values("app") == ["db", "web"]
+
+
 async def test_an_equality_label_list_examines_only_the_matching_objects(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

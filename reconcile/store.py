@@ -126,6 +126,17 @@ class Indexer:
             raise KeyError(f"no index named {index_name!r}")
         return sorted(self._indices[index_name].get(value, ()))
 
+    def index_values(self, index_name: str) -> list[str]:
+        """The values ``index_name`` files objects under (client-go's ListIndexFuncValues); a
+        value is dropped with its last object.
+
+        Raises:
+            KeyError: no such index.
+        """
+        if index_name not in self._indices:
+            raise KeyError(f"no index named {index_name!r}")
+        return list(self._indices[index_name])
+
     def label_keys(self, key: str, value: str) -> list[str]:
         """Keys of the objects whose label ``key`` is ``value``, sorted; the ``label:<key>`` index
         is built on the first call for ``key`` and kept current from then on."""

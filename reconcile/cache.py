@@ -27,7 +27,15 @@ from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer, Transform, strip_managed_fields
 from reconcile.labels import Selector, parse_selector
-from reconcile.store import NAMESPACE_INDEX, Indexer, IndexFunc, Obj, deep_copy, object_key
+from reconcile.store import (
+    LABEL_INDEX_PREFIX,
+    NAMESPACE_INDEX,
+    Indexer,
+    IndexFunc,
+    Obj,
+    deep_copy,
+    object_key,
+)
 
 __all__ = [
     "DEFAULT_CACHE_SYNC_TIMEOUT",
@@ -170,7 +178,15 @@ class Cache:
         """Index every ``gvk`` object under ``func(obj)``; queried by ``list(..., index=...)``.
 
         Informers that exist already are backfilled; later ones are created with the index.
+
+        Raises:
+            ValueError: ``name`` starts with ``label:``, the prefix of the label indexes that
+                answer label selectors.
         """
+        if name.startswith(LABEL_INDEX_PREFIX):
+            raise ValueError(
+                f"index name {name!r} is reserved: label:<key> indexes are built by label selectors"
+            )
         self._indexers.setdefault(gvk, {})[name] = func
         for scope, informer in self._informers.items():
             if scope.gvk == gvk:

@@ -76,8 +76,7 @@ class KindIndex:
             after = None if new is None else _value(term, new)
             if before == after:
                 continue
-            if before is not None:
-                keys = buckets[before]
+            if before is not None and (keys := buckets.get(before)) is not None:
                 keys.discard(key)
                 if not keys:
                     del buckets[before]  # values come and go: no empty bucket stays behind

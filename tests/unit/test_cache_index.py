@@ -18,7 +18,7 @@ import pytest
 from reconcile.cache import Cache
 from reconcile.gvk import GVK
 from reconcile.labels import Selector
-from reconcile.store import Obj
+from reconcile.store import Indexer, Obj
 from testenv import eventually
 from testenv.fake import FakeClient
 
@@ -197,3 +197,25 @@ async def test_an_index_may_not_take_a_label_index_name() -> None:
     with pytest.raises(ValueError, match="reserved"):
         cache.index_field(CONFIGMAP, "label:app", lambda obj: ["x"])
     cache.index_field(CONFIGMAP, "field:data.app", lambda obj: ["x"])
+
+
+async def test_a_common_label_beside_a_rare_one_costs_the_rare_ones_bucket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every object carries n=<index>; "n in (...)" of 5,000 values beside app=x must not hand
+    # out 5,000 keys per list: the rarest requirement's keys are the candidates.
+    handed: list[int] = []
+    label_keys = Indexer.label_keys
+
+    def counting(self: Indexer, key: str, value: str) -> list[str]:
+        found = label_keys(self, key, value)
+        handed.append(len(found))
+        return found
+
+    monkeypatch.setattr(Indexer, "label_keys", counting)
+    async with running(monkeypatch) as cached:
+        values = ",".join(str(i) for i in range(0, COUNT, 2))
+        assert await cached.names(f"n in ({values}),app=x") == ["o04242"]
+        assert await cached.names(f"app=x,n in ({values},17)") == ["o00017", "o04242"]
+        assert set(cached.examined) <= {"o00017", "o04242", "o09999"}
+        assert sum(handed) <= 2 * 3  # app=x's three keys per list, not n's 5,000

@@ -59,15 +59,20 @@ class KindIndex:
         self._terms: dict[Term, dict[str, set[Key]]] = {}
 
     def candidates(self, selection: Selection, objects: Mapping[Key, Obj]) -> set[Key] | None:
-        """The keys every term of ``selection`` allows (``objects`` are the kind's current
+        """The keys the narrowest term of ``selection`` allows (``objects`` are the kind's current
         objects, filed when a term is first used), or None when it has no term."""
-        found: list[set[Key]] = [
-            self._lookup(term, values, objects) for term, values in selection.terms()
-        ]
-        if not found:
+        # Only the narrowest is read: the other terms are checked on its keys by ``matches``, as
+        # a union of a common value's keys would cost every object of that value on each list.
+        looked_up = [(self._buckets(term, objects), values) for term, values in selection.terms()]
+        if not looked_up:
             return None
-        found.sort(key=len)
-        return found[0].intersection(*found[1:])
+        buckets, values = min(
+            looked_up, key=lambda entry: sum(len(entry[0].get(v, ())) for v in entry[1])
+        )
+        found: set[Key] = set()
+        for value in values:
+            found.update(buckets.get(value, ()))
+        return found
 
     def update(self, key: Key, old: Obj | None, new: Obj | None) -> None:
         """Move ``key`` from where ``old`` was filed to where ``new`` is (None: absent)."""
@@ -87,7 +92,7 @@ class KindIndex:
         """The values ``term`` files objects under (empty before its first use)."""
         return list(self._terms.get(term, {}))
 
-    def _lookup(self, term: Term, values: frozenset[str], objects: Mapping[Key, Obj]) -> set[Key]:
+    def _buckets(self, term: Term, objects: Mapping[Key, Obj]) -> dict[str, set[Key]]:
         buckets = self._terms.get(term)
         if buckets is None:
             buckets = self._terms[term] = {}
@@ -95,7 +100,4 @@ class KindIndex:
                 value = _value(term, obj)
                 if value is not None:
                     buckets.setdefault(value, set()).add(key)
-        found: set[Key] = set()
-        for value in values:
-            found.update(buckets.get(value, ()))
-        return found
+        return buckets

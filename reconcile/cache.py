@@ -27,7 +27,14 @@ from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer, Transform, strip_managed_fields
 from reconcile.labels import Selector, parse_selector
-from reconcile.store import NAMESPACE_INDEX, Indexer, IndexFunc, Obj, object_key
+from reconcile.store import (
+    LABEL_INDEX_PREFIX,
+    NAMESPACE_INDEX,
+    Indexer,
+    IndexFunc,
+    Obj,
+    object_key,
+)
 
 __all__ = [
     "DEFAULT_CACHE_SYNC_TIMEOUT",
@@ -171,8 +178,14 @@ class Cache:
         that share an index may each register it.
 
         Raises:
-            ValueError: another function is registered under ``name`` for ``gvk``.
+            ValueError: another function is registered under ``name`` for ``gvk``, or ``name``
+                starts with ``label:``, the prefix of the label indexes that answer label
+                selectors.
         """
+        if name.startswith(LABEL_INDEX_PREFIX):
+            raise ValueError(
+                f"index name {name!r} is reserved: label:<key> indexes are built by label selectors"
+            )
         known = self._indexers.setdefault(gvk, {})
         if name in known:
             if known[name] is not func:
@@ -359,17 +372,17 @@ class Cache:
 
 
 def _label_keys(indexer: Indexer, selector: Selector) -> set[str] | None:
-    """The keys allowed by the label index of each ``=``/``in`` requirement (smallest set
-    first), or None when the selector has none; the selector still checks what is left."""
-    sets = [
-        {k for value in r.values for k in indexer.label_keys(r.key, value)}
-        for r in selector.requirements
-        if r.operator in ("=", "in")
-    ]
-    if not sets:
+    """The keys the label index allows for the narrowest ``=``/``in`` requirement, or None when
+    the selector has none; the selector checks every requirement on them."""
+    # Only the narrowest is read: intersecting with a common label's keys would cost that
+    # label's bucket, every object of the kind perhaps, on each list.
+    equalities = [r for r in selector.requirements if r.operator in ("=", "in")]
+    if not equalities:
         return None
-    sets.sort(key=len)
-    return sets[0].intersection(*sets[1:])
+    narrowest = min(
+        equalities, key=lambda r: sum(indexer.label_count(r.key, value) for value in r.values)
+    )
+    return {k for value in narrowest.values for k in indexer.label_keys(narrowest.key, value)}
 
 
 def _only_keys(objects: builtins.list[Obj], keys: builtins.list[str]) -> builtins.list[Obj]:

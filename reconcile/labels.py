@@ -97,7 +97,8 @@ def parse_selector(text: str | None) -> Selector:
         if negated and (set_op or eq_op):
             raise ValueError(f"invalid label selector clause {clause.strip()!r}")
         if set_op:
-            values = frozenset(v.strip() for v in set_values.split(",") if v.strip())
+            # As apimachinery's parser: "()" is the set of "", and "(a,)" holds "" too.
+            values = frozenset(v.strip() for v in set_values.split(","))
             requirements.append(Requirement(key, set_op, values))
         elif eq_op:
             operator = "!=" if eq_op == "!=" else "="

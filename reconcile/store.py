@@ -142,8 +142,8 @@ class Indexer:
         return sorted(self._indices[index_name].get(value, ()))
 
     def index_values(self, index_name: str) -> list[str]:
-        """The values under which ``index_name`` files at least one object, sorted (client-go's
-        ListIndexFuncValues).
+        """The values ``index_name`` files objects under, sorted (client-go's
+        ListIndexFuncValues); a value is dropped with its last object.
 
         Raises:
             KeyError: no such index.
@@ -155,10 +155,18 @@ class Indexer:
     def label_keys(self, key: str, value: str) -> list[str]:
         """Keys of the objects whose label ``key`` is ``value``, sorted; the ``label:<key>`` index
         is built on the first call for ``key`` and kept current from then on."""
+        return self.index_keys(self._label_index(key), value)
+
+    def label_count(self, key: str, value: str) -> int:
+        """How many objects have label ``key`` set to ``value``, in O(1); builds the index as
+        ``label_keys`` does."""
+        return len(self._indices[self._label_index(key)].get(value, ()))
+
+    def _label_index(self, key: str) -> str:
         name = LABEL_INDEX_PREFIX + key
         if name not in self._indexers:
             self.add_indexers({name: _label_index(key)})
-        return self.index_keys(name, value)
+        return name
 
     def upsert(self, obj: Obj) -> Obj | None:
         """Store ``obj`` under its key; returns the object it replaced, if any.

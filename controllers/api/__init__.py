@@ -208,9 +208,6 @@ from controllers.api.work import (
 )
 
 __all__ = [
-    "BINDING_RESOURCE_INDEX",
-    "TARGET_CLUSTER_INDEX",
-    "binding_resource_kind",
     "ABORT",
     "AGGREGATED",
     "AGGREGATE_STATUS",
@@ -223,6 +220,7 @@ __all__ = [
     "APPLIED_SUCCESSFUL_REASON",
     "AggregatedStatusItem",
     "BINDING_CONTROLLER_FINALIZER",
+    "BINDING_RESOURCE_INDEX",
     "BindingSnapshot",
     "CLUSTERS",
     "CLUSTER_CONTROLLER_FINALIZER",
@@ -352,6 +350,7 @@ __all__ = [
     "SuspendClusters",
     "Suspension",
     "SyncMode",
+    "TARGET_CLUSTER_INDEX",
     "Taint",
     "TargetCluster",
     "Toleration",
@@ -367,6 +366,7 @@ __all__ = [
     "WorkSpec",
     "WorkStatus",
     "WorkloadTemplate",
+    "binding_resource_kind",
     "binding_spec",
     "binding_status",
     "cluster_of_execution_namespace",

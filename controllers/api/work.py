@@ -16,12 +16,10 @@ from controllers.api.shape import object_field
 from reconcile import GVK, Condition, Resource
 
 __all__ = [
-    "BINDING_RESOURCE_INDEX",
-    "TARGET_CLUSTER_INDEX",
-    "binding_resource_kind",
     "APPLIED_FAILED_REASON",
     "APPLIED_SUCCESSFUL_REASON",
     "AggregatedStatusItem",
+    "BINDING_RESOURCE_INDEX",
     "BindingSnapshot",
     "CLUSTER_RESOURCE_BINDINGS",
     "CLUSTER_RESOURCE_BINDING_GVK",
@@ -43,6 +41,7 @@ __all__ = [
     "SCHEDULED_CONDITION",
     "SCHEDULER_ERROR_REASON",
     "SCHEDULE_SUCCESS_REASON",
+    "TARGET_CLUSTER_INDEX",
     "TargetCluster",
     "UNSCHEDULABLE_REASON",
     "WORKS",
@@ -52,6 +51,7 @@ __all__ = [
     "WorkSpec",
     "WorkStatus",
     "WorkloadTemplate",
+    "binding_resource_kind",
     "binding_spec",
     "binding_status",
     "manifests_of",

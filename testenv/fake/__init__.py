@@ -12,7 +12,9 @@ does not:
 - status subresources: writes of the object keep its status, ``update_status`` changes only status;
 - finalizers: delete marks the object (deletionTimestamp) until its last finalizer is removed;
 - merge, JSON and strategic merge patches, server-side apply, the scale subresource;
-- lists with selectors, consistent pages and exact past versions, rebuilt from an event log;
+- lists with selectors, consistent pages and exact past versions, rebuilt from an event log; lists
+  and watches with ``=``/``in`` label requirements, a namespace or ``=`` field selectors look only
+  at the objects indexes allow (built on first use), so they cost per match, not per object;
 - watches replayed from that log and then live, so real informers (``SharedInformer``, ``Cache``)
   run on the fake unchanged; a watch from a version older than the log gets a 410 ERROR event.
 

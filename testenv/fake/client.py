@@ -233,7 +233,7 @@ class FakeClient(Client):
         matcher = parse_filter(kind, namespace, label_selector, field_selector)
         items, meta = self._store.page(
             kind.group_kind,
-            matcher.matches,
+            matcher,
             resource_version=resource_version,
             match=resource_version_match,
             token=continue_,
@@ -551,8 +551,7 @@ class FakeClient(Client):
             raise ValueError(f"{gvk.kind} is namespaced: delete_all_of needs a namespace")
         matcher = parse_filter(kind, namespace, label_selector, field_selector)
         self._guard("DELETE", kind, namespace, None)
-        objects = self._store.objects[kind.group_kind]
-        chosen = [objects[key] for key in sorted(objects) if matcher.matches(objects[key])]
+        chosen = self._store.select(kind.group_kind, matcher)
         items = [served(strategy.delete(self._store, kind, obj, dry_run)[0], gvk) for obj in chosen]
         return {
             "apiVersion": gvk.api_version,

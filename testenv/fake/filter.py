@@ -1,20 +1,22 @@
 """Filter is which objects of a kind a list or watch selects: namespace, labels and fields.
 
 Label selectors are parsed as ``reconcile.labels`` parses them; field selectors accept
-metadata.name, metadata.namespace and the kind's field labels, with ``=``, ``==`` and ``!=``.
+metadata.name, metadata.namespace and the kind's field labels, with ``=``, ``==`` and ``!=``. A
+filter's equality terms (the namespace, ``=``/``in`` label requirements, ``=`` field clauses) let
+the store's indexes narrow the objects it checks.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from reconcile.client import SelectorLike
 from reconcile.labels import Selector, parse_selector
 from testenv.fake.errors import bad_request
-from testenv.fake.objects import path_get
+from testenv.fake.index import Term, field_text
 from testenv.fake.registry import FakeKind
 
 __all__ = ["Filter", "parse_filter"]
@@ -35,12 +37,7 @@ class _FieldClause:
     equal: bool
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        found = path_get(obj, self.path)
-        if isinstance(found, bool):
-            text = "true" if found else "false"
-        else:
-            text = "" if found is None else str(found)
-        return (text == self.value) == self.equal
+        return (field_text(obj, self.path) == self.value) == self.equal
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +48,19 @@ class Filter:
     labels: Selector
     fields: tuple[_FieldClause, ...]
 
+    def terms(self) -> Iterator[tuple[Term, frozenset[str]]]:
+        """The terms a selected object must have one of the values of, for the indexes."""
+        if self.namespace:
+            yield ("field", "metadata.namespace"), frozenset([self.namespace])
+        for requirement in self.labels.requirements:
+            if requirement.operator in ("=", "in"):
+                yield ("label", requirement.key), requirement.values
+        for clause in self.fields:
+            if clause.equal:
+                yield ("field", clause.path), frozenset([clause.value])
+
     def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` is selected (checked in full, whatever the terms narrowed)."""
         meta = obj["metadata"]
         if self.namespace and meta.get("namespace") != self.namespace:
             return False

@@ -1,16 +1,20 @@
 """Store is the fake's etcd: its objects, one resourceVersion counter and the event log of writes.
 
 Every committed write takes the next resourceVersion and is logged with the object before and
-after it. The log lets lists read exact past versions and consistent pages (``state_at``,
-``read_version``) and lets watches replay what they missed. It keeps at least ``history`` events;
-older ones are compacted away, and a read or watch from before the log answers 410 Expired.
+after it. The log lets lists read exact past versions and consistent pages (``read_version``,
+``page``) and lets watches replay what they missed. It keeps at least ``history`` events; older
+ones are compacted away, and a read or watch from before the log answers 410 Expired.
+
+Selections look at candidates only: each kind's ``KindIndex`` follows the current objects, and a
+read of an older version adds to the candidates the keys written since (from the log), resolved to
+their objects of then. Every object of that version a selection matches is either unchanged since
+(so the current index holds it) or written since, so the answer stays exact.
 """
 
 from __future__ import annotations
 
 import base64
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -19,6 +23,7 @@ import orjson
 
 from reconcile.store import Obj
 from testenv.fake.errors import bad_request, expired, failure
+from testenv.fake.index import KindIndex, Selection
 from testenv.fake.objects import Key
 from testenv.fake.registry import GroupKind
 
@@ -82,6 +87,7 @@ class Store:
         # The empty store is version 1: a list of it must not answer "0", which a watch reads
         # as "send the current state first" instead of "everything after this version".
         self.rv = 1
+        self._indexes: dict[GroupKind, KindIndex] = {}
         self._log: list[Change] = []
         self._history = max(history, 1)
         self._changed: anyio.Event | None = None
@@ -89,6 +95,7 @@ class Store:
     def add_kind(self, group_kind: GroupKind) -> None:
         """Make room for the objects of a kind; those already stored are kept."""
         self.objects.setdefault(group_kind, {})
+        self._indexes.setdefault(group_kind, KindIndex())
 
     def compact(self) -> None:
         """Forget the event log, as etcd compaction does."""
@@ -131,9 +138,10 @@ class Store:
         objects = self.objects[group_kind]
         change_type: Literal["ADDED", "MODIFIED", "DELETED"]
         if deleted:
-            del objects[key]
+            self._indexes[group_kind].update(key, objects.pop(key), None)
             change_type = "DELETED"
         else:
+            self._indexes[group_kind].update(key, objects.get(key), new)
             objects[key] = new
             change_type = "ADDED" if prev is None else "MODIFIED"
         self._log.append(Change(self.rv, change_type, group_kind, key, new, prev))
@@ -144,22 +152,36 @@ class Store:
         self.notify()
         return new
 
-    def state_at(self, group_kind: GroupKind, resource_version: int) -> Mapping[Key, Obj]:
-        """The objects of a kind as they were at ``resource_version`` (the log goes back to it)."""
+    def select(self, group_kind: GroupKind, selection: Selection) -> list[Obj]:
+        """The current objects of a kind that ``selection`` selects, by namespace and name."""
+        return [obj for _, obj in self._selected(group_kind, selection, self.rv, None)]
+
+    def _selected(
+        self, group_kind: GroupKind, selection: Selection, at: int, after: Key | None
+    ) -> list[tuple[Key, Obj]]:
+        """The keys and objects of a kind as of version ``at`` (the log goes back to it) that
+        ``selection`` selects, after the key ``after``, by namespace and name."""
         current = self.objects[group_kind]
-        if resource_version >= self.rv:
-            return current
-        state = dict(current)
-        for change in reversed(self._log):
-            if change.resource_version <= resource_version:
-                break
-            if change.group_kind != group_kind:
-                continue
-            if change.prev is None:
-                state.pop(change.key, None)
-            else:
-                state[change.key] = change.prev
-        return state
+        narrowed = self._indexes[group_kind].candidates(selection, current)
+        pool = current.items() if narrowed is None else ((k, current[k]) for k in narrowed)
+        past = self._written_since(group_kind, at)
+        if past:  # an older version: the keys written since are candidates, as they were then
+            kept = {key: obj for key, obj in pool if key not in past}
+            pool = {**kept, **{key: obj for key, obj in past.items() if obj is not None}}.items()
+        # Keys are unique: sorting the pairs never compares two objects.
+        return sorted(
+            (key, obj)
+            for key, obj in pool
+            if (after is None or key > after) and selection.matches(obj)
+        )
+
+    def _written_since(self, group_kind: GroupKind, at: int) -> dict[Key, Obj | None]:
+        """Each key of a kind written after version ``at``, with its object then (None: none)."""
+        then: dict[Key, Obj | None] = {}
+        for change in reversed(self.changes_after(at)):
+            if change.group_kind == group_kind:
+                then[change.key] = change.prev  # the oldest change after ``at`` is written last
+        return then
 
     def read_version(
         self, resource_version: str | None, match: str | None, token: str | None
@@ -188,28 +210,25 @@ class Store:
     def page(
         self,
         group_kind: GroupKind,
-        matches: Callable[[Obj], bool],
+        selection: Selection,
         *,
         resource_version: str | None,
         match: str | None,
         token: str | None,
         limit: int | None,
     ) -> tuple[list[Obj], dict[str, Any]]:
-        """One page of the objects of a kind that ``matches`` selects, ordered by namespace and
-        name, and the List's metadata (its resourceVersion, and where the next page continues).
+        """One page of the objects of a kind that ``selection`` selects, ordered by namespace
+        and name, and the List's metadata (its resourceVersion, and where the next page continues).
 
         Raises:
             BadRequest: a continue token or resourceVersion that does not parse.
             Gone: the continue token or exact version is older than the event log.
         """
         at, after = self.read_version(resource_version, match, token)
-        objects = self.state_at(group_kind, at)
-        keys = sorted(
-            key for key, obj in objects.items() if (after is None or key > after) and matches(obj)
-        )
-        page = keys[:limit] if limit else keys
+        selected = self._selected(group_kind, selection, at, after)
+        page = selected[:limit] if limit else selected
         meta: dict[str, Any] = {"resourceVersion": str(at)}
-        if len(page) < len(keys):
-            meta["continue"] = continue_token(at, page[-1])
-            meta["remainingItemCount"] = len(keys) - len(page)
-        return [objects[key] for key in page], meta
+        if len(page) < len(selected):
+            meta["continue"] = continue_token(at, page[-1][0])
+            meta["remainingItemCount"] = len(selected) - len(page)
+        return [obj for _, obj in page], meta

@@ -75,10 +75,8 @@ class Watch:
     def start_from_state(self, *, bookmark: bool) -> None:
         """Send the current objects as ADDED (resourceVersion "0", or WatchList), then go live."""
         store = self._store
-        objects = store.objects[self._group_kind]
-        for key in sorted(objects):
-            if self._matcher.matches(objects[key]):
-                self._pending.append({"type": "ADDED", "object": served(objects[key], self._gvk)})
+        for obj in store.select(self._group_kind, self._matcher):
+            self._pending.append({"type": "ADDED", "object": served(obj, self._gvk)})
         self.cursor = store.rv
         if bookmark:
             meta = {"resourceVersion": str(store.rv), "annotations": {INITIAL_EVENTS_END: "true"}}

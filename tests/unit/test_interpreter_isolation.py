@@ -52,13 +52,17 @@ def replicas(body: str) -> str:
     return f'local kube = require("kube")\nfunction GetReplicas(obj)\n  {body}\n  return 1\nend'
 
 
+# The hook stops a loop at 1 s, the kill follows at 1.1 s: on a loaded machine the worker may not
+# run in between, and either stop is the right answer.
+STOPPED: Final = r"ran longer than 1 s and was stopped( \(its worker was killed after 1.1 s\))?$"
+
 PROBES: Final[list[tuple[str, str, type[LuaError], str]]] = [
     ("xpcall-handler", replicas(
         'xpcall(function() error("x") end, function(e) while true do end end)'),
-     LuaTimeout, "ran longer than 1 s and was stopped$"),  # by the hook: the fast path
+     LuaTimeout, STOPPED),  # by the hook, the fast path, when the machine lets it run
     ("xpcall-after-timeout", replicas(
         "xpcall(function() while true do end end, function(e) while true do end end)"),
-     LuaTimeout, "ran longer than 1 s and was stopped$"),
+     LuaTimeout, STOPPED),
     ("debug-traceback", replicas(
         'debug.traceback = function() while true do end end\n  error("x")'),
      LuaRuntimeError, "debug.traceback cannot be changed"),

@@ -35,6 +35,27 @@ def test_string_selectors(selector: str, expected: bool) -> None:
     assert parse_selector(selector).matches(LABELS) is expected
 
 
+# apimachinery's parser reads "()" as the set holding "" and keeps the empty value of "(a,)" or
+# "(a,,b)" (labels/selector.go parseValues, parseIdentifiersList): an empty value is a value.
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        ("app in ()", {"app": ""}, True),
+        ("app in ()", {"app": "web"}, False),
+        ("app notin ()", {"app": ""}, False),
+        ("app notin ()", {"app": "web"}, True),
+        ("app in (web,)", {"app": ""}, True),
+        ("app in (,web)", {"app": ""}, True),
+        ("app in (a,,b)", {"app": ""}, True),
+        ("app in (a, b)", {"app": ""}, False),
+    ],
+)
+def test_an_empty_value_in_a_set_is_the_empty_string(
+    selector: str, labels: dict[str, str], expected: bool
+) -> None:
+    assert parse_selector(selector).matches(labels) is expected
+
+
 @pytest.mark.parametrize("bad", ["app=web,=x", "!app=web", "a b c", "env in prod"])
 def test_invalid_string_selectors_are_rejected(bad: str) -> None:
     with pytest.raises(ValueError, match="invalid label selector"):

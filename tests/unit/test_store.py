@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
 import pytest
@@ -110,3 +111,28 @@ def test_a_label_index_is_built_on_first_use_and_follows_every_change() -> None:
     assert store.label_keys("app", "web") == ["c"]
     assert store.label_keys("app", "db") == ["a"]
     assert store.label_keys("tier", "x") == []
+
+
+def test_label_indexes_stay_exact_and_drop_emptied_values_under_random_churn() -> None:
+    rng = random.Random(13)
+    values = ["", "x", "y", "a.b_c-d", "Z9"]  # the empty value and every character a value has
+    store, truth = Indexer(), dict[str, str | None]()
+    assert store.label_keys("app", "x") == []  # the index exists before any object
+    for _ in range(3000):
+        name = f"o{rng.randrange(60)}"
+        if rng.random() < 0.2:
+            store.delete(f"default/{name}")
+            truth.pop(name, None)
+            continue
+        labels = {"app": rng.choice(values)} if rng.random() < 0.7 else {}
+        store.upsert(_cm(name, **labels))
+        truth[name] = labels.get("app")
+    for value in values:
+        expected = sorted(f"default/{n}" for n, v in truth.items() if v == value)
+        assert store.label_keys("app", value) == expected
+    present = {v for v in truth.values() if v is not None}
+    assert sorted(store.index_values("label:app")) == sorted(present)
+    for name in list(truth):
+        store.delete(f"default/{name}")
+    assert store.index_values("label:app") == []
+    assert store.index_values("namespace") == []

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from testenv.certs import KeyPair
-
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
+
+    from testenv.certs import KeyPair
 
 __all__ = ["api_client_for", "load_api_client", "render_kubeconfig", "write_kubeconfig"]
 

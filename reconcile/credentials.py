@@ -71,7 +71,7 @@ class TokenFile:
     ) -> None:
         self.path = Path(path)
         self.period = period
-        self._clock = clock
+        self.clock = clock
         self._token = self._read()
         self._read_at = clock()
 
@@ -86,7 +86,7 @@ class TokenFile:
 
     def token(self) -> str:
         """The token, read again if ``period`` has passed since the last read."""
-        now = self._clock()
+        now = self.clock()
         if now - self._read_at >= self.period:
             self._read_at = now
             # A failed re-read (a rotation caught half-way, a brief unmount) keeps the last
@@ -138,7 +138,7 @@ class ExecPlugin:
         self.env = {str(e["name"]): str(e.get("value", "")) for e in spec.get("env") or ()}
         self.install_hint = str(spec.get("installHint") or "")
         self._cluster = cluster if spec.get("provideClusterInfo") else None
-        self._clock = clock
+        self.clock = clock
         self._current: ExecCredential | None = None
         self._lock = anyio.Lock()
 
@@ -158,7 +158,7 @@ class ExecPlugin:
         return current
 
     def _expired(self, credential: ExecCredential) -> bool:
-        return credential.expires is not None and self._clock() >= credential.expires
+        return credential.expires is not None and self.clock() >= credential.expires
 
     def refused(self, credential: ExecCredential) -> None:
         """The apiserver answered 401 to ``credential``: the next request runs the plugin again."""
@@ -261,7 +261,7 @@ class Credentials:
         if (token or token_file) and (username or password):
             raise ConfigError("username/password or bearer token may be set, but not both")
         self._bearer = f"Bearer {token}" if token else None
-        self._token_file = token_file
+        self.token_file = token_file
         self._basic = _basic(username, password) if username or password else None
         self._certificate = certificate
         self.exec_plugin = exec_plugin
@@ -308,7 +308,7 @@ class Credentials:
 
     async def present(self) -> Presented:
         """The Authorization header value and client certificate to send now."""
-        bearer = self._token_file.token() if self._token_file is not None else None
+        bearer = self.token_file.token() if self.token_file is not None else None
         authorization = f"Bearer {bearer}" if bearer else self._bearer or self._basic
         if self.exec_plugin is None:
             return Presented(authorization, self._certificate, None)

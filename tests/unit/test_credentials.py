@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,40 +15,9 @@ import pytest
 from reconcile.config import ClusterConfig, ConfigError
 from reconcile.credentials import Credentials, ExecPlugin, TokenFile
 from testenv.certs import CertificateAuthority
+from tests.execplugin import V1, V1BETA1, write_plugin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-V1 = "client.authentication.k8s.io/v1"
-V1BETA1 = "client.authentication.k8s.io/v1beta1"
-
-# The plugin appends one JSON line per run (its args and KUBERNETES_EXEC_INFO) to $PLUGIN_STATE
-# and answers as $PLUGIN_MODE says: a token numbered by its run, a certificate, or a failure.
-PLUGIN = """#!{python}
-import json, os, sys
-state = os.environ["PLUGIN_STATE"]
-with open(state, "a") as log:
-    log.write(json.dumps({{"args": sys.argv[1:], "info": os.environ.get("KUBERNETES_EXEC_INFO")}}))
-    log.write("\\n")
-runs = len(open(state).read().splitlines())
-mode = os.environ.get("PLUGIN_MODE", "token")
-version = os.environ.get("PLUGIN_VERSION", "{v1}")
-if mode == "fail":
-    print("first line", file=sys.stderr)
-    print("login required: run `login`", file=sys.stderr)
-    sys.exit(3)
-if mode == "garbage":
-    print("not json")
-    sys.exit(0)
-status = {{"token": "token-%d" % runs}}
-if mode == "cert":
-    status = {{
-        "clientCertificateData": open(os.environ["CERT_FILE"]).read(),
-        "clientKeyData": open(os.environ["KEY_FILE"]).read(),
-    }}
-if os.environ.get("EXPIRES"):
-    status["expirationTimestamp"] = os.environ["EXPIRES"]
-print(json.dumps({{"apiVersion": version, "kind": "ExecCredential", "status": status}}))
-"""
 
 
 class Clock:
@@ -63,11 +32,7 @@ class Clock:
 
 @pytest.fixture
 def plugin(tmp_path: Path) -> Path:
-    script = tmp_path / "bin" / "kube-login"
-    script.parent.mkdir()
-    script.write_text(PLUGIN.format(python=sys.executable, v1=V1))
-    script.chmod(0o755)
-    return script
+    return write_plugin(tmp_path / "bin" / "kube-login")
 
 
 def _spec(plugin: Path, tmp_path: Path, **env: str) -> dict[str, Any]:
@@ -168,9 +133,8 @@ async def test_in_cluster_tokens_rotate_about_every_minute(service_account: Path
     source = config.credentials.token_file
     assert source is not None
     assert source.period == 60
-    clock = Clock()
+    clock = Clock(time.monotonic())  # the clock it read the file by, from now on stepped
     source.clock = clock
-    source.token()  # read at the clock's start
     (service_account / "token").write_text("sa-token-2")
     clock.now += 60
     assert (await config.credentials.present()).authorization == "Bearer sa-token-2"

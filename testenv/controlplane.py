@@ -7,6 +7,7 @@ kubernetes-asyncio ApiClient (``api_client``; kubernetes-asyncio is imported onl
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -69,10 +70,16 @@ class ControlPlane:
         """A kubernetes-asyncio ApiClient authenticated as admin (only while started).
 
         Made on first use: importing kubernetes-asyncio costs ~40 MiB, which only tests using
-        its generated API should pay.
+        its generated API should pay. Its session belongs to the event loop that first asks;
+        synchronous code asks through the environment's portal (``env.portal.call``).
         """
         if self._session is None:
             raise RuntimeError(f"control plane {self.name!r} is not started")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            detail = "api_client must be made in the event loop: use env.portal.call(...)"
+            raise RuntimeError(f"control plane {self.name!r}: {detail}") from None
         if self._api_client is None:
             self._api_client = api_client_for(
                 self.url,

@@ -39,7 +39,8 @@ if not __package__:  # run as a script: make ``bench`` importable from the repos
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import anyio
-from kubernetes_asyncio.client import ApiClient, CoreV1Api
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
 from kubernetes_asyncio.watch import Watch
 
 from bench._cluster import CONFIGMAP, create_configmaps, create_namespace
@@ -108,8 +109,11 @@ async def _ours(kubeconfig: Path, traced: bool, keep: bool) -> dict[str, Any]:
 
 
 async def _peer(kubeconfig: Path, traced: bool) -> dict[str, Any]:
-    config = await ClusterConfig.from_kubeconfig(kubeconfig)
-    async with ApiClient(configuration=config.configuration) as api:
+    configuration = Configuration()  # the peer loads its kubeconfig with its own loader
+    await kube_config.load_kube_config(
+        config_file=str(kubeconfig), client_configuration=configuration, persist_config=False
+    )
+    async with ApiClient(configuration=configuration) as api:
         core = CoreV1Api(api)
         await core.get_api_resources()  # warm-up: the connection opened
         probe = _Probe(traced)

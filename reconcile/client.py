@@ -3,9 +3,9 @@
 It is the live half of controller-runtime's client: every call is one HTTP request (paced by a
 QPS/burst token bucket, retried after 429 TooManyRequests), objects go out and come back as the
 JSON the apiserver speaks, decoded with orjson, and every answer is a new dict the caller owns.
-kubernetes-asyncio provides the connection (its aiohttp session with the cluster's TLS context) and
-the credentials (``Configuration.auth_settings``, which refreshes rotating tokens); its model
-classes are never used. Kinds are mapped to REST paths by a discovery-backed ``RESTMapper``.
+``reconcile.transport`` provides the connection (a pooled aiohttp session with the cluster's TLS
+context) and the credentials of each request (rotating tokens, exec plugins). Kinds are mapped to
+REST paths by a discovery-backed ``RESTMapper``.
 
 Verbs: ``get``, ``list`` (one page) and ``list_all`` (every page), ``create``, ``update``, ``patch``
 (merge, JSON, strategic merge, server-side ``apply``), ``delete``, ``delete_all_of``; the status
@@ -27,17 +27,13 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-import urllib.parse
-import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from importlib import metadata
 from types import TracebackType
 from typing import Any, Final, Protocol, overload
 
 import aiohttp
-import anyio
 import orjson
-from kubernetes_asyncio.client import ApiClient
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from reconcile.config import ClusterConfig
@@ -64,6 +60,7 @@ from reconcile.ratelimit import (
     parse_retry_after,
 )
 from reconcile.restmapper import DEFAULT_MIN_REFRESH_INTERVAL, RESTMapper
+from reconcile.transport import Transport
 from reconcile.watch import WATCH_READ_GRACE, WatchEvents
 
 __all__ = [
@@ -170,15 +167,6 @@ class ListerWatcher(Protocol):
         ...
 
 
-def _environment_proxy(host: str) -> str | None:
-    """The HTTPS_PROXY/HTTP_PROXY for ``host`` unless NO_PROXY exempts it (as Go's net/http)."""
-    parsed = urllib.parse.urlsplit(host)
-    if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
-        return None
-    proxies = urllib.request.getproxies()
-    return proxies.get(parsed.scheme or "https")
-
-
 def _transport_error(response: aiohttp.ClientResponse) -> aiohttp.ClientResponseError:
     """The HTTP error behind an ApiError: method and URL, without the request's headers.
 
@@ -256,8 +244,7 @@ class Client:
         self.mapper = RESTMapper(self._get_json, min_refresh_interval=discovery_refresh_interval)
         self.write_guard: Callable[[str, str], None] | None = None
         """Called before every request that is not a GET; raises to refuse it (non-leaders)."""
-        self._api: ApiClient | None = None
-        self._env_proxy: str | None = None
+        self._transport = Transport(config)
 
     @classmethod
     async def connect(
@@ -290,23 +277,9 @@ class Client:
 
     async def close(self) -> None:
         """Close the connection pool. Open watches should be exited first."""
-        api, self._api = self._api, None
-        if api is not None:
-            with anyio.CancelScope(shield=True):
-                await api.close()
+        await self._transport.close()
 
-    # Transport: one request over kubernetes-asyncio's aiohttp session, raw bytes both ways.
-
-    def _api_client(self) -> ApiClient:
-        # Created on first use: aiohttp sessions must be created inside the running loop.
-        if self._api is None:
-            self._api = ApiClient(configuration=self.config.configuration)
-            # kubernetes-asyncio's session reads ~/.netrc and the proxy environment in worker
-            # threads on every request (trust_env), more than doubling each request's CPU. The
-            # environment's proxy is resolved once here instead (see _env_proxy).
-            self._api.rest_client.pool_manager._trust_env = False
-            self._env_proxy = _environment_proxy(self.config.host)
-        return self._api
+    # Transport: one request over the cluster's pooled session, raw bytes both ways.
 
     async def _open(
         self,
@@ -321,31 +294,11 @@ class Client:
         if method != "GET" and self.write_guard is not None:
             self.write_guard(method, path)
         await self.limiter.acquire()
-        api = self._api_client()
-        configuration = api.configuration
         headers = {"Accept": JSON, "User-Agent": USER_AGENT}
         if data is not None:
             headers["Content-Type"] = content_type
-        for setting in (await configuration.auth_settings()).values():
-            if setting["in"] == "header":
-                headers[setting["key"]] = setting["value"]
-        extra: dict[str, Any] = {}
-        if configuration.proxy:
-            extra["proxy"] = configuration.proxy
-            extra["proxy_headers"] = configuration.proxy_headers
-        elif self._env_proxy:
-            extra["proxy"] = self._env_proxy
-        if configuration.tls_server_name:
-            extra["server_hostname"] = configuration.tls_server_name
-        session: aiohttp.ClientSession = api.rest_client.pool_manager
-        return await session.request(
-            method,
-            f"{configuration.host}{path}",
-            params=query,
-            data=data,
-            headers=headers,
-            timeout=timeout,
-            **extra,
+        return await self._transport.request(
+            method, path, params=query, data=data, headers=headers, timeout=timeout
         )
 
     def _raise_for_status(self, response: aiohttp.ClientResponse, raw: bytes) -> None:

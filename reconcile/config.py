@@ -1,10 +1,12 @@
 """Config is how a client reaches one cluster: the apiserver URL, the CA it trusts, the credentials.
 
-A ``ClusterConfig`` wraps its own kubernetes-asyncio ``Configuration``, loaded from a kubeconfig
-(file or dict, optional context) or from the pod's service account; the process-global default
-Configuration is never read nor set, so one process talks to many clusters (a host and its
+A ``ClusterConfig`` is loaded from a kubeconfig (file, ``$KUBECONFIG`` list or dict, optional
+context; see ``reconcile.kubeconfig``) or from the pod's service account, and each one is its own:
+nothing process-global is read or set, so one process talks to many clusters (a host and its
 members) without their settings leaking into each other. TLS verification always stays on: a
-kubeconfig asking to skip it is refused. Credentials never appear in reprs, logs or error messages.
+kubeconfig asking to skip it is refused. Credentials (``reconcile.credentials``) never appear in
+reprs, logs or error messages; embedded certificates stay in memory (a client key touches the
+disk only for the instant ``ssl`` needs a file to load it from, in a private directory).
 
 ``ClusterConfig.load()`` picks the source the way controller-runtime's GetConfig does: an explicit
 kubeconfig path, else ``$KUBECONFIG``, else the in-cluster service account, else ``~/.kube/config``.
@@ -13,14 +15,19 @@ kubeconfig path, else ``$KUBECONFIG``, else the in-cluster service account, else
 from __future__ import annotations
 
 import os
+import ssl
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-import anyio
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
+from reconcile.credentials import Credentials, TokenFile
+from reconcile.kubeconfig import (
+    ConfigError,
+    kubeconfig_paths,
+    read_kubeconfig,
+    select_context,
+)
 
 __all__ = ["ClusterConfig", "ConfigError"]
 
@@ -28,35 +35,77 @@ SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount
 DEFAULT_KUBECONFIG: Final = Path("~/.kube/config")
 
 
-class ConfigError(Exception):
-    """No usable cluster configuration: missing file or context, bad kubeconfig, insecure TLS."""
-
-
 class ClusterConfig:
-    """The connection settings of one cluster, holding its own kubernetes-asyncio Configuration.
+    """The connection settings of one cluster. Build it with a class method; pass it to ``Client``.
 
-    Build it with one of the async class methods; pass it to ``Client``.
+    Raises (at construction):
+        ConfigError: ``host`` is not an http(s) URL.
     """
 
-    def __init__(self, configuration: Configuration, *, source: str) -> None:
-        """Wrap a Configuration built elsewhere; ``source`` says where it came from (for logs).
-
-        Raises:
-            ConfigError: the configuration disables TLS verification.
-        """
-        if not configuration.verify_ssl:
-            raise ConfigError(f"{source}: refusing to skip TLS verification of the apiserver")
-        self.configuration = configuration
-        self.source = source
-
-    @property
-    def host(self) -> str:
+    def __init__(
+        self,
+        host: str,
+        *,
+        source: str,
+        ca_data: bytes | None = None,
+        tls_server_name: str | None = None,
+        proxy: str | None = None,
+        credentials: Credentials | None = None,
+        namespace: str | None = None,
+        temp_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if not host.startswith(("https://", "http://")):
+            raise ConfigError(f"{source}: server {host!r} is not an http(s) URL")
+        self.host = host.rstrip("/")
         """The apiserver URL."""
-        return str(self.configuration.host)
+        self.source = source
+        """Where the settings came from (for logs)."""
+        self.ca_data = ca_data
+        """The PEM CA bundle trusted for the apiserver; None: the system's."""
+        self.tls_server_name = tls_server_name
+        self.proxy = proxy
+        self.credentials = credentials or Credentials()
+        self.namespace = namespace
+        """The context's namespace, if it names one."""
+        self.temp_dir = temp_dir
 
     def __repr__(self) -> str:
         # Only where it points and where that came from: never tokens, keys or certificate paths.
         return f"ClusterConfig(host={self.host!r}, source={self.source!r})"
+
+    def ssl_context(self, certificate: tuple[bytes, bytes] | None = None) -> ssl.SSLContext:
+        """A new TLS context verifying the apiserver, presenting ``certificate`` (PEM) if given.
+
+        Raises:
+            ConfigError: the CA bundle or the certificate and key cannot be loaded.
+        """
+        try:
+            if self.ca_data is None:
+                context = ssl.create_default_context()
+            else:
+                context = ssl.create_default_context(cadata=self.ca_data.decode("ascii"))
+        except (ssl.SSLError, UnicodeDecodeError, ValueError) as error:
+            raise ConfigError(f"{self.source}: unusable certificate authority ({error})") from None
+        if certificate is not None:
+            self._load_certificate(context, certificate)
+        return context
+
+    def _load_certificate(self, context: ssl.SSLContext, certificate: tuple[bytes, bytes]) -> None:
+        # ssl loads a certificate chain only from files: write them owner-only into a private
+        # (0700) directory, load, and remove them at once; the context keeps them in memory.
+        if self.temp_dir is not None:
+            Path(self.temp_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="reconcile-tls-", dir=self.temp_dir) as scratch:
+            cert, key = Path(scratch, "tls.crt"), Path(scratch, "tls.key")
+            for path, pem in ((cert, certificate[0]), (key, certificate[1])):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(pem)
+            try:
+                context.load_cert_chain(cert, key)
+            except (ssl.SSLError, OSError) as error:
+                detail = f"unusable client certificate or key ({error.__class__.__name__})"
+                raise ConfigError(f"{self.source}: {detail}") from None
 
     @classmethod
     async def from_kubeconfig(
@@ -68,31 +117,21 @@ class ClusterConfig:
     ) -> ClusterConfig:
         """Load a kubeconfig file (default ``$KUBECONFIG``, then ``~/.kube/config``).
 
-        ``$KUBECONFIG`` may list several files, merged as kubectl does. ``context`` defaults to the
-        current context. kubernetes-asyncio writes embedded certificates to files under ``temp_dir``
-        (default: the system temp directory, removed at exit).
+        ``$KUBECONFIG`` (or ``path``) may list several files, merged as kubectl does. ``context``
+        defaults to the current context. ``temp_dir`` is where a client key is written for the
+        instant ``ssl`` loads it (default: the system temp directory). An exec plugin runs now.
 
         Raises:
             ConfigError: no such file, no such context, an unusable kubeconfig, or one that asks to
                 skip TLS verification.
         """
-        paths = str(path) if path is not None else _default_kubeconfig_paths()
-        if not _any_exists(paths):
-            raise ConfigError(f"kubeconfig not found: {paths}")
-        configuration = Configuration()
-        try:
-            loader = await kube_config.load_kube_config(
-                config_file=paths,
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-                temp_file_path=None if temp_dir is None else str(temp_dir),
-            )
-        except (kube_config.ConfigException, KeyError, AssertionError, ValueError) as error:
-            raise ConfigError(f"kubeconfig {paths}: {_describe(error)}") from error
-        _refresh_exec_tokens(configuration, loader)
-        where = f"kubeconfig {paths}" + (f" (context {context})" if context else "")
-        return cls(configuration, source=where)
+        listed = str(path) if path is not None else _default_kubeconfig_paths()
+        paths = kubeconfig_paths(listed)
+        where = f"kubeconfig {listed}"
+        document = read_kubeconfig(paths, explicit=path is not None and len(paths) == 1)
+        config = await cls._from_document(document, context, where, temp_dir)
+        config.source = where + (f" (context {context})" if context else "")
+        return config
 
     @classmethod
     async def from_kubeconfig_dict(
@@ -105,21 +144,38 @@ class ClusterConfig:
     ) -> ClusterConfig:
         """Load a kubeconfig already parsed into a dict (e.g. from a member cluster's Secret).
 
+        Relative paths in it are relative to the working directory.
+
         Raises:
             ConfigError: no such context, an unusable kubeconfig, or insecure TLS.
         """
-        configuration = Configuration()
-        try:
-            loader = await kube_config.load_kube_config_from_dict(
-                config_dict=dict(document),
-                context=context,
-                client_configuration=configuration,
-                temp_file_path=None if temp_dir is None else str(temp_dir),
-            )
-        except (kube_config.ConfigException, KeyError, AssertionError, ValueError) as error:
-            raise ConfigError(f"{source}: {_describe(error)}") from error
-        _refresh_exec_tokens(configuration, loader)
-        return cls(configuration, source=source)
+        return await cls._from_document(document, context, source, temp_dir)
+
+    @classmethod
+    async def _from_document(
+        cls,
+        document: Mapping[str, Any],
+        context: str | None,
+        where: str,
+        temp_dir: str | os.PathLike[str] | None,
+    ) -> ClusterConfig:
+        selected = select_context(document, context, where=where)
+        credentials = Credentials.from_user(
+            selected.user, where=f"{where}: user {selected.user_name!r}", selection=selected
+        )
+        config = cls(
+            selected.server,
+            source=where,
+            ca_data=selected.ca_data,
+            tls_server_name=selected.tls_server_name,
+            proxy=selected.proxy_url,
+            credentials=credentials,
+            namespace=selected.namespace,
+            temp_dir=temp_dir,
+        )
+        await credentials.prepare()
+        config.ssl_context((await credentials.present()).certificate)  # refuse a bad CA or key now
+        return config
 
     @classmethod
     def in_cluster(
@@ -130,22 +186,32 @@ class ClusterConfig:
     ) -> ClusterConfig:
         """The pod's service account: ``KUBERNETES_SERVICE_HOST/PORT``, its token and CA.
 
-        The token file is re-read about every minute, so projected tokens rotate transparently.
+        The token file is re-read about every minute, so projected tokens rotate transparently
+        (client-go's InClusterConfig).
 
         Raises:
-            ConfigError: not running in a pod (variables or files missing).
+            ConfigError: not running in a pod (variables or files missing), or an unusable CA.
         """
+        env = os.environ if environ is None else environ
+        host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+        where = "in-cluster config"
+        if not host or not port:
+            detail = "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set (in a pod)"
+            raise ConfigError(f"{where}: {detail}")
         directory = Path(service_account_dir)
-        configuration = Configuration()
         try:
-            InClusterConfigLoader(
-                token_filename=str(directory / "token"),
-                cert_filename=str(directory / "ca.crt"),
-                environ=dict(os.environ if environ is None else environ),
-            ).load_and_set(configuration)
-        except kube_config.ConfigException as error:
-            raise ConfigError(f"in-cluster config: {_describe(error)}") from error
-        return cls(configuration, source="in-cluster service account")
+            ca_data = (directory / "ca.crt").read_bytes()
+        except OSError as error:
+            raise ConfigError(f"{where}: {directory / 'ca.crt'}: {error.strerror}") from None
+        hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # IPv6, bracketed
+        config = cls(
+            f"https://{hostport}",
+            source="in-cluster service account",
+            ca_data=ca_data,
+            credentials=Credentials(token_file=_in_cluster_token(directory, where)),
+        )
+        config.ssl_context()  # an unusable ca.crt is refused now, not at the first request
+        return config
 
     @classmethod
     async def load(
@@ -168,29 +234,8 @@ def _default_kubeconfig_paths() -> str:
     return os.environ.get("KUBECONFIG") or str(DEFAULT_KUBECONFIG.expanduser())
 
 
-def _any_exists(paths: str) -> bool:
-    # A missing file only makes kubernetes-asyncio log a warning and fail later, obscurely.
-    return any(os.path.exists(os.path.expanduser(p)) for p in paths.split(os.pathsep) if p)
-
-
-def _describe(error: BaseException) -> str:
-    # Loader errors name files and keys, never secret values; still keep them to one line.
-    return " ".join(str(error).split()) or type(error).__name__
-
-
-def _refresh_exec_tokens(configuration: Configuration, loader: Any) -> None:
-    """Re-run an exec credential plugin when the token it issued expires.
-
-    kubernetes-asyncio runs the plugin once at load; the hook it calls before every request lets
-    the loader run it again (it does nothing until the token's expiry, minus its own skew).
-    """
-    if getattr(loader, "exec_plugin_expiry", None) is None:
-        return
-    lock = anyio.Lock()
-
-    async def refresh(target: Configuration) -> None:
-        async with lock:
-            await loader.load_from_exec_plugin()
-            target.api_key["BearerToken"] = loader.token
-
-    configuration.refresh_api_key_hook = refresh
+def _in_cluster_token(directory: Path, where: str) -> TokenFile:
+    try:
+        return TokenFile(directory / "token")
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None

@@ -23,10 +23,6 @@ from typing import Final
 import anyio
 import structlog
 from anyio.abc import TaskStatus
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
     "DEFAULT_CERT_NAME",
@@ -60,6 +56,13 @@ class _Files:
 
 
 def _self_signed() -> tuple[bytes, bytes]:
+    # cryptography's x509 costs ~10 MiB once imported: only a manager serving a self-signed
+    # certificate pays it, not every process importing reconcile.
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SELF_SIGNED_HOSTS[0])])
     names: list[x509.GeneralName] = [x509.DNSName(SELF_SIGNED_HOSTS[0])]

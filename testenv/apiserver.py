@@ -15,7 +15,6 @@ from typing import Final
 
 import aiohttp
 
-from testenv.certs import CertificateAuthority, service_account_key
 from testenv.ports import free_port
 from testenv.process import ControlPlaneProcess
 
@@ -44,6 +43,10 @@ class APIServer:
         self.port = free_port()
         self.certs_dir = directory / "certs"
         self.certs_dir.mkdir(parents=True, exist_ok=True)
+        # cryptography (~10 MiB) is imported when a control plane is made, not with testenv (which
+        # the reconcile CLI imports for its testenv sub-command).
+        from testenv.certs import CertificateAuthority
+
         self.serving_ca = CertificateAuthority("testenv-serving-ca")
         self.client_ca = CertificateAuthority("testenv-client-ca")
         self.admin = self.client_ca.issue_client(ADMIN_USER, ADMIN_GROUPS)
@@ -69,6 +72,8 @@ class APIServer:
         return f"https://127.0.0.1:{self.port}"
 
     def _default_flags(self, etcd_url: str, etcd_prefix: str) -> dict[str, str]:
+        from testenv.certs import service_account_key
+
         certs = self.certs_dir
         (certs / "serving-ca.crt").write_bytes(self.serving_ca.cert_pem)
         (certs / "client-ca.crt").write_bytes(self.client_ca.cert_pem)

@@ -1,26 +1,30 @@
 """ControlPlane is one named testenv cluster: a kube-apiserver plus the ways tests talk to it.
 
-It owns the admin kubeconfig, a ready kubernetes-asyncio ApiClient, users added for RBAC tests,
-CRD installation with a wait until discovery serves them, and kubectl bound to its kubeconfig.
+It owns the admin kubeconfig, users added for RBAC tests, CRD installation with a wait until
+discovery serves them, kubectl bound to its kubeconfig, and, for tests that ask for one, a
+kubernetes-asyncio ApiClient (``api_client``; kubernetes-asyncio is imported only then).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import anyio
 import orjson
-from kubernetes_asyncio.client import ApiClient
 
 from testenv.apiserver import ADMIN_USER, APIServer
 from testenv.crds import crd_is_served, load_crds
-from testenv.kubeconfig import load_api_client, render_kubeconfig, write_kubeconfig
+from testenv.kubeconfig import api_client_for, render_kubeconfig, write_kubeconfig
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
 __all__ = ["ControlPlane", "RequestError", "User"]
 
@@ -63,9 +67,26 @@ class ControlPlane:
 
     @property
     def api_client(self) -> ApiClient:
-        """A kubernetes-asyncio ApiClient authenticated as admin (only while started)."""
-        if self._api_client is None:
+        """A kubernetes-asyncio ApiClient authenticated as admin (only while started).
+
+        Made on first use: importing kubernetes-asyncio costs ~40 MiB, which only tests using
+        its generated API should pay. Its session belongs to the event loop that first asks;
+        synchronous code asks through the environment's portal (``env.portal.call``).
+        """
+        if self._session is None:
             raise RuntimeError(f"control plane {self.name!r} is not started")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            detail = "api_client must be made in the event loop: use env.portal.call(...)"
+            raise RuntimeError(f"control plane {self.name!r}: {detail}") from None
+        if self._api_client is None:
+            self._api_client = api_client_for(
+                self.url,
+                ca_pem=self.apiserver.serving_ca.cert_pem,
+                credentials=self.apiserver.admin,
+                scratch=self.directory / "client",
+            )
         return self._api_client
 
     def _write_kubeconfig(self, user: str, credentials: Any, file_stem: str) -> Path:
@@ -83,9 +104,6 @@ class ControlPlane:
         await self.apiserver.start(timeout=timeout)
         connector = aiohttp.TCPConnector(ssl=self.apiserver.ssl_context())
         self._session = aiohttp.ClientSession(connector=connector)
-        scratch = self.directory / "client"
-        scratch.mkdir(exist_ok=True)
-        self._api_client = await load_api_client(self.kubeconfig, scratch=scratch)
 
     async def stop(self) -> None:
         """Close the clients and stop the apiserver."""

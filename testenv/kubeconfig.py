@@ -2,6 +2,8 @@
 
 Certificates are embedded (``*-data`` fields) so a file stays usable on its own, for kubectl, for
 users of ``reconcile testenv up`` and for tests that hand a kubeconfig to a controller.
+kubernetes-asyncio (its generated API, ~40 MiB once imported) is imported only when a test asks
+for one of its clients; it is a test dependency, not one of reconcile's.
 """
 
 from __future__ import annotations
@@ -9,15 +11,16 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import ApiClient, Configuration
 
-from testenv.certs import KeyPair
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
-__all__ = ["load_api_client", "render_kubeconfig", "write_kubeconfig"]
+    from testenv.certs import KeyPair
+
+__all__ = ["api_client_for", "load_api_client", "render_kubeconfig", "write_kubeconfig"]
 
 
 def _b64(data: bytes) -> str:
@@ -66,7 +69,13 @@ async def load_api_client(path: Path, *, scratch: Path) -> ApiClient:
 
     kubernetes-asyncio writes embedded certificates to files; ``scratch`` keeps them inside the
     control plane's temporary directory so they disappear with it.
+
+    Raises:
+        ModuleNotFoundError: kubernetes-asyncio is not installed (a test dependency).
     """
+    from kubernetes_asyncio import config as kube_config
+    from kubernetes_asyncio.client import ApiClient, Configuration
+
     configuration = Configuration()
     await kube_config.load_kube_config(
         config_file=str(path),
@@ -74,4 +83,25 @@ async def load_api_client(path: Path, *, scratch: Path) -> ApiClient:
         persist_config=False,
         temp_file_path=str(scratch),
     )
+    return ApiClient(configuration=configuration)
+
+
+def api_client_for(server: str, *, ca_pem: bytes, credentials: KeyPair, scratch: Path) -> ApiClient:
+    """A kubernetes-asyncio ApiClient for ``server`` as the client-certificate user ``credentials``.
+
+    kubernetes-asyncio reads certificates from files: they are written owner-only to ``scratch``.
+
+    Raises:
+        ModuleNotFoundError: kubernetes-asyncio is not installed (a test dependency).
+    """
+    from kubernetes_asyncio.client import ApiClient, Configuration
+
+    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cert, key = credentials.write(scratch, "client")
+    ca = scratch / "ca.crt"
+    ca.write_bytes(ca_pem)  # public
+    configuration = Configuration(host=server)
+    configuration.ssl_ca_cert = str(ca)
+    configuration.cert_file = str(cert)
+    configuration.key_file = str(key)
     return ApiClient(configuration=configuration)

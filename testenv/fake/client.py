@@ -16,7 +16,6 @@ from typing import Any, Final, Literal, overload
 
 import anyio
 import anyio.lowlevel
-from kubernetes_asyncio.client import Configuration
 
 from reconcile.client import (
     DEFAULT_FIELD_MANAGER,
@@ -32,6 +31,7 @@ from reconcile.options import object_identity, split_target
 from reconcile.ratelimit import RetryAfter, Unlimited
 from reconcile.restmapper import RESTMapper
 from reconcile.store import Obj
+from reconcile.transport import Transport
 from testenv.fake import strategy
 from testenv.fake.discovery import discovery_document
 from testenv.fake.errors import details_of, no_subresource, not_found
@@ -77,14 +77,14 @@ class FakeClient(Client):
     ) -> None:
         # Client.__init__ prepares an HTTP connection; the fake sets the attributes callers read
         # itself. The host can never resolve, so a request that slipped through goes nowhere.
-        self.config = ClusterConfig(Configuration(host=FAKE_HOST), source="testenv.fake")
+        self.config = ClusterConfig(FAKE_HOST, source="testenv.fake")
         self.field_manager = field_manager
         self.limiter = Unlimited()
         self.retry = RetryAfter()
         self.request_timeout = None
         self.mapper = RESTMapper(self._discovery, min_refresh_interval=0)
         self.write_guard = None
-        self._api = None
+        self._transport = Transport(self.config)  # never used: no request leaves the fake
         self._registry = Registry()
         self._store = Store(history)
         self._watches = Watches(self._store)

@@ -13,10 +13,10 @@ import pytest
 import pytest_asyncio
 import yaml
 from aiohttp import ClientResponseError, web
-from kubernetes_asyncio.client import Configuration
 
 from reconcile.client import Client, ListerWatcher, PatchType, Preconditions, Reader, WatchEvents
 from reconcile.config import ClusterConfig, ConfigError
+from reconcile.credentials import Credentials
 from reconcile.errors import (
     AlreadyExists,
     ApiError,
@@ -676,25 +676,12 @@ async def test_kubeconfig_errors_are_config_errors(host: ControlPlane, tmp_path:
 async def test_configs_are_per_cluster_and_never_leak_credentials(host: ControlPlane) -> None:
     first = await ClusterConfig.from_kubeconfig(host.kubeconfig)
     second = await ClusterConfig.from_kubeconfig(host.kubeconfig)
-    assert first.configuration is not second.configuration
+    assert first.credentials is not second.credentials
     assert first.host == host.url
     text = repr(first)
     assert host.url in text
     assert "key" not in text.lower()
     assert "cert" not in text.lower()
-
-
-async def test_in_cluster_config_reads_the_service_account(tmp_path: Path) -> None:
-    (tmp_path / "token").write_text("sekret-token")
-    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
-    environ = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    config = ClusterConfig.in_cluster(service_account_dir=tmp_path, environ=environ)
-    assert config.host == "https://10.0.0.1:443"
-    assert "sekret" not in repr(config)
-    settings = await config.configuration.auth_settings()
-    assert settings["BearerToken"]["value"] == "Bearer sekret-token"
-    with pytest.raises(ConfigError):
-        ClusterConfig.in_cluster(service_account_dir=tmp_path, environ={})
 
 
 # 429 handling, end to end against a small fake apiserver.
@@ -757,8 +744,8 @@ async def fake_apiserver() -> AsyncIterator[FakeApiserver]:
 
 
 def _token_config(url: str) -> ClusterConfig:
-    configuration = Configuration(host=url, api_key={"BearerToken": "Bearer sekret-token"})
-    return ClusterConfig(configuration, source="fake apiserver")
+    credentials = Credentials(token="sekret-token")
+    return ClusterConfig(url, credentials=credentials, source="fake apiserver")
 
 
 async def test_429_is_retried_after_the_servers_delay(fake_apiserver: FakeApiserver) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from kubernetes_asyncio.client import Configuration
 
 from reconcile.client import Client
 from reconcile.config import ClusterConfig
@@ -169,7 +168,7 @@ async def test_other_errors_are_not_retried() -> None:
 
 def test_a_client_has_no_bucket_unless_given_qps_or_burst() -> None:
     # controller-runtime since v0.21: no client-side limit by default, APF paces instead.
-    config = ClusterConfig(Configuration(host="https://127.0.0.1:1"), source="test")
+    config = ClusterConfig("https://127.0.0.1:1", source="test")
     assert isinstance(Client(config).limiter, Unlimited)
     paced = Client(config, qps=5).limiter
     assert isinstance(paced, TokenBucket)

@@ -4,12 +4,16 @@
 into a bounded buffer that the broadcaster (a manager runnable) writes out; when the buffer is full
 the event is dropped and counted, as client-go does, because a controller must not stall on them.
 Repeats of the same event (same object, type, reason, message and component) are aggregated into
-one Event whose ``count`` and ``lastTimestamp`` move, instead of one object per occurrence.
+one Event whose ``count`` and ``lastTimestamp`` move, instead of one object per occurrence; the
+broadcaster remembers the last ``MAX_REMEMBERED`` distinct events for that (client-go's
+EventCorrelator keeps an LRU of 4,096), so its memory does not grow with every object it ever
+recorded an event about.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
@@ -29,6 +33,9 @@ log = structlog.get_logger("reconcile.events")
 
 EVENT_GVK: Final = GVK("", "v1", "Event")
 DEFAULT_BUFFER: Final = 1000
+MAX_REMEMBERED: Final = 4096
+"""Distinct events remembered for aggregation, least recently seen forgotten first (client-go's
+maxLruCacheEntries)."""
 EVENT_MESSAGE_LIMIT: Final = 1024
 """UTF-8 bytes an Event message is cut to (events.k8s.io's note limit; core/v1 shows it too)."""
 
@@ -91,7 +98,10 @@ class EventBroadcaster:
     dropped: int = 0
     _send: Any = field(init=False, repr=False)
     _receive: Any = field(init=False, repr=False)
-    _seen: dict[tuple[str, ...], _Aggregate] = field(default_factory=dict, init=False, repr=False)
+    remembered: int = MAX_REMEMBERED
+    _seen: OrderedDict[tuple[str, ...], _Aggregate] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._send, self._receive = anyio.create_memory_object_stream[_Occurrence](self.buffer)
@@ -128,12 +138,15 @@ class EventBroadcaster:
         )
         known = self._seen.get(key)
         if known is not None:
+            self._seen.move_to_end(key)
             try:
                 await self._bump(known, occurrence)
                 return
             except NotFound:
                 del self._seen[key]  # deleted or expired (events have a TTL): start afresh
         self._seen[key] = await self._create(occurrence)
+        while len(self._seen) > self.remembered:
+            self._seen.popitem(last=False)
 
     async def _bump(self, known: _Aggregate, occurrence: _Occurrence) -> None:
         known.count += 1

@@ -40,3 +40,44 @@ async def test_a_long_event_message_is_cut_to_the_limit_in_bytes_with_a_marker()
     message = writer.created[0]["message"]
     assert len(message.encode()) <= EVENT_MESSAGE_LIMIT
     assert message.endswith(TRUNCATED_MARKER)
+
+
+async def test_aggregation_remembers_a_bounded_number_of_events_least_recent_forgotten() -> None:
+    writer = _Writer()
+    patched: list[str] = []
+
+    async def patch(target: GVK, name: str, patch: Any, /, *, namespace: str | None = None) -> Any:
+        patched.append(name)
+        return {}
+
+    writer.patch = patch  # type: ignore[method-assign]
+    broadcaster = EventBroadcaster(writer, remembered=3)
+    recorder = broadcaster.recorder("tester")
+
+    def subject(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "n"},
+        }
+
+    async def settled(creates: int, patches: int) -> None:
+        with anyio.fail_after(5):
+            while len(writer.created) < creates or len(patched) < patches:
+                await anyio.sleep(0.01)
+
+    async with anyio.create_task_group() as group:
+        await group.start(broadcaster.run)
+        for name in ("a", "b", "c"):
+            recorder.event(subject(name), "Normal", "Synced", "ok")
+        await settled(3, 0)
+        recorder.event(subject("a"), "Normal", "Synced", "ok")  # a repeat: a is now the newest
+        await settled(3, 1)
+        recorder.event(subject("d"), "Normal", "Synced", "ok")  # pushes out b, the oldest
+        await settled(4, 1)
+        recorder.event(subject("a"), "Normal", "Synced", "ok")  # still remembered
+        recorder.event(subject("b"), "Normal", "Synced", "ok")  # forgotten: a new Event
+        await settled(5, 2)
+        group.cancel_scope.cancel()
+    assert [e["involvedObject"]["name"] for e in writer.created] == ["a", "b", "c", "d", "b"]
+    assert len(broadcaster._seen) == 3

@@ -114,7 +114,7 @@ def test_an_interpreter_change_maps_to_the_bindings_of_its_kinds(
 def test_an_override_policy_decodes_only_the_bindings_of_the_kinds_it_selects(
     informer: SharedInformer, decoded: list[int]
 ) -> None:
-    policy = {
+    policy: dict[str, Any] = {
         "apiVersion": "policy.karmada.io/v1alpha1",
         "kind": "OverridePolicy",
         "metadata": {"name": "o", "namespace": "other"},

@@ -187,10 +187,29 @@ def shape_filter(
     placement: Placement, cluster: Mapping[str, Any], binding: Mapping[str, Any]
 ) -> str | None:
     """Refuses clusters whose spec or status lacks the CRD's types (the other filters read them)."""
+    return None if _well_shaped(cluster) else "cluster(s) had a spec or status of the wrong shape"
+
+
+_SHAPES_REMEMBERED: Final = 256
+_shapes: dict[tuple[str, str], bool] = {}
+"""Whether a (uid, resourceVersion) of a Cluster was well shaped: one version's content never
+changes, and checking a Cluster's status (its API enablements) costs more than the rest of the
+filters for every binding scheduled."""
+
+
+def _well_shaped(cluster: Mapping[str, Any]) -> bool:
+    meta = cluster.get("metadata") or {}
+    version = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")))
+    known = _shapes.get(version) if all(version) else None
+    if known is not None:
+        return known
     spec = shape_problems(cluster.get("spec"), ClusterSpec, "spec", enums=False)
-    if spec or shape_problems(cluster.get("status"), ClusterStatus, "status", enums=False):
-        return "cluster(s) had a spec or status of the wrong shape"
-    return None
+    status = shape_problems(cluster.get("status"), ClusterStatus, "status", enums=False)
+    if all(version):
+        if len(_shapes) >= _SHAPES_REMEMBERED:
+            _shapes.pop(next(iter(_shapes)))  # the oldest: a Cluster's status moves on
+        _shapes[version] = not (spec or status)
+    return not (spec or status)
 
 
 def deleting_filter(

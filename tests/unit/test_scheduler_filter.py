@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+import controllers.scheduler.filter as filter_module
 from controllers.api import ClusterAffinity, Placement, Taint, Toleration
 from controllers.scheduler import (
     DEFAULT_FILTERS,
@@ -369,3 +370,26 @@ def test_filter_clusters_keeps_input_order_and_the_first_reason_per_cluster() ->
         "tainted": "cluster(s) had untolerated taint {x:NoSchedule}",
     }
     assert len(DEFAULT_FILTERS) == 7
+
+
+def test_a_cluster_versions_shape_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[str] = []
+    real = filter_module.shape_problems  # type: ignore[attr-defined]
+
+    def counting(value: Any, hint: Any, path: str, *, enums: bool = True) -> list[str]:
+        checked.append(path)
+        return real(value, hint, path, enums=enums)
+
+    monkeypatch.setattr(filter_module, "shape_problems", counting)
+    meta = {"name": "m", "uid": "u-1", "resourceVersion": "5"}
+    broken = {"metadata": meta, "spec": {}, "status": {"apiEnablements": "not a list"}}
+    for _ in range(3):
+        assert filter_module.shape_filter({}, broken, {}) is not None
+    assert checked == ["spec", "status"]
+    fixed = {"metadata": {**meta, "resourceVersion": "6"}, "spec": {}, "status": {}}
+    assert filter_module.shape_filter({}, fixed, {}) is None
+    assert len(checked) == 4
+    anonymous = {"metadata": {"name": "m"}, "spec": {}, "status": {"apiEnablements": "x"}}
+    assert filter_module.shape_filter({}, anonymous, {}) is not None  # no version: not remembered
+    assert filter_module.shape_filter({}, anonymous, {}) is not None
+    assert len(checked) == 8

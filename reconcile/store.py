@@ -58,6 +58,13 @@ def _label_index(key: str) -> IndexFunc:
     return values
 
 
+def _encode(obj: Obj) -> bytes:
+    # orjson returns its output in the buffer it grew while writing, shrunk in place: glibc keeps
+    # the whole block, so kept as is an encoding of 1.5 KiB held about 8 KiB of heap (50,000 Work
+    # encodings: 389 MiB of heap for 72 MiB of JSON). An exact-size copy costs 0.2 us.
+    return memoryview(orjson.dumps(obj)).tobytes()
+
+
 def _decode(encoded: bytes) -> Obj:
     obj: Obj = orjson.loads(encoded)
     return obj
@@ -178,7 +185,7 @@ class Indexer:
         old = self.get(key)
         if old is not None:
             self._unindex(key, old)
-        self._items[key] = orjson.dumps(obj)
+        self._items[key] = _encode(obj)
         self._index(key, obj)
         return old
 

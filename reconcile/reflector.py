@@ -26,12 +26,14 @@ import structlog
 
 from reconcile.client import DEFAULT_PAGE_SIZE, ListerWatcher
 from reconcile.errors import ApiError, Gone, TooManyRequests, api_error
-from reconcile.store import Obj
+from reconcile.store import Obj, release_heap
 
 __all__ = ["Backoff", "Reflector", "ReflectorSink", "StateSignal"]
 
 log = structlog.get_logger("reconcile.reflector")
 
+RELEASE_HEAP_AFTER: Final = 1000
+"""Objects in a list after which the reflector returns the list's freed memory to the system."""
 DEFAULT_INACTIVITY_TIMEOUT: Final = 70.0
 DEFAULT_MIN_WATCH_TIMEOUT: Final = 300
 
@@ -166,7 +168,11 @@ class Reflector:
                 raise
             self._rv_unavailable = True
             items, list_rv = await self._list_all("")
+        listed = len(items)
         self._sink.replace(items, list_rv)
+        del items  # the decoded list is garbage now, most of it in the C heap
+        if listed >= RELEASE_HEAP_AFTER:
+            release_heap()
         self.relists += 1
         self.last_sync_resource_version = list_rv
         self._rv_unavailable = False

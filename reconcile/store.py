@@ -16,6 +16,8 @@ when it is stored.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -29,6 +31,7 @@ __all__ = [
     "Obj",
     "deep_copy",
     "object_key",
+    "release_heap",
 ]
 
 Obj = dict[str, Any]
@@ -63,6 +66,28 @@ def _encode(obj: Obj) -> bytes:
     # the whole block, so kept as is an encoding of 1.5 KiB held about 8 KiB of heap (50,000 Work
     # encodings: 389 MiB of heap for 72 MiB of JSON). An exact-size copy costs 0.2 us.
     return memoryview(orjson.dumps(obj)).tobytes()
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    library = ctypes.CDLL(name) if name else None
+    trim = getattr(library, "malloc_trim", None)  # glibc only
+    return trim if callable(trim) else None
+
+
+_TRIM: Final = _malloc_trim()
+
+
+def release_heap() -> None:
+    """Give the free pages inside the C heap back to the system (glibc's malloc_trim; a no-op
+    elsewhere).
+
+    A store filled from a large list keeps its encodings between the freed blocks of the list's
+    decoded objects, so the heap cannot shrink from its top: 10,000 ConfigMaps left 56 MiB of
+    RSS, 30 MiB after a trim. Reflectors call it after handing a large list to their store.
+    """
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def _decode(encoded: bytes) -> Obj:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
 
+import reconcile.reflector
 from reconcile.errors import Forbidden
-from reconcile.reflector import Backoff, Reflector
+from reconcile.reflector import RELEASE_HEAP_AFTER, Backoff, Reflector
 from reconcile.store import Obj
 from testenv import eventually
 from tests.unit.scripted import HANG, Script, cm, gone, page
@@ -163,3 +166,42 @@ async def test_backoff_grows_to_its_cap() -> None:
     assert [backoff.delay(n) for n in range(1, 6)] == [1, 2, 4, 8, 10]
     jittered = Backoff(initial=1, maximum=10, factor=2, jitter=1.0)
     assert all(2 <= jittered.delay(2) <= 4 for _ in range(50))
+
+
+@pytest.mark.parametrize(
+    ("listed", "released"), [(RELEASE_HEAP_AFTER - 1, 0), (RELEASE_HEAP_AFTER, 1)]
+)
+async def test_a_large_list_returns_its_freed_memory_once_stored(
+    monkeypatch: pytest.MonkeyPatch, listed: int, released: int
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(reconcile.reflector, "release_heap", lambda: calls.append(1))
+    items = [cm(f"o{i}", "1") for i in range(listed)]
+    script = Script(lists=[page("10", *items)], watches=[HANG])
+    await _run_until(script, lambda r, _s: r.synced)
+    assert len(calls) == released
+
+
+def test_releasing_the_heap_after_a_large_list_lowers_the_rss() -> None:
+    probe = """
+import gc, orjson
+from reconcile.store import Indexer, release_heap
+def rss(): return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0])
+data = {f"k{j}": "v" * 600 for j in range(4)}
+listed = orjson.loads(orjson.dumps([
+    {"metadata": {"name": f"cm{i}", "namespace": "n"}, "data": data} for i in range(10000)
+]))
+store = Indexer()
+for obj in listed:
+    store.upsert(obj)
+del listed, obj
+gc.collect()
+before = rss()
+release_heap()
+print(before, rss())
+"""
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
+    )
+    before, after = map(int, out.stdout.split())
+    assert before - after > 10_000, (before, after)  # KiB: the list's strings went back

@@ -251,7 +251,7 @@ async def test_index_and_selector_queries() -> None:
         group.cancel_scope.cancel()
 
 
-def test_an_index_registered_twice_with_one_function_is_one_index() -> None:
+async def test_an_index_registered_twice_with_one_function_is_one_index() -> None:
     cache = _cache(ConfigMap=Script([], []))
     informer = cache.get_informer(CONFIGMAP)
 

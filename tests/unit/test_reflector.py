@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -182,7 +181,7 @@ async def test_a_large_list_returns_its_freed_memory_once_stored(
     assert len(calls) == released
 
 
-def test_releasing_the_heap_after_a_large_list_lowers_the_rss() -> None:
+async def test_releasing_the_heap_after_a_large_list_lowers_the_rss() -> None:
     probe = """
 import gc, orjson
 from reconcile.store import Indexer, release_heap
@@ -200,8 +199,6 @@ before = rss()
 release_heap()
 print(before, rss())
 """
-    out = subprocess.run(
-        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
-    )
+    out = await anyio.run_process([sys.executable, "-I", "-c", probe])
     before, after = map(int, out.stdout.split())
     assert before - after > 10_000, (before, after)  # KiB: the list's strings went back

@@ -13,8 +13,8 @@ Stopping (cancellation) shuts the queue, lets in-flight reconciles finish within
 
 from __future__ import annotations
 
+import random
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Final
 
@@ -190,7 +190,9 @@ class Controller:
             "controller": self.name,
             "namespace": request.namespace,
             "name": request.name,
-            "reconcile_id": uuid.uuid4().hex[:12],
+            # 48 random bits as 12 hex digits, like the first 12 of a UUID's: uuid4() reads
+            # os.urandom, 4 % of a no-op reconcile's CPU in a py-spy profile of bench/reconcile.
+            "reconcile_id": f"{random.getrandbits(48):012x}",
         }
         if request.cluster:
             context["cluster"] = request.cluster

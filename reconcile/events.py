@@ -22,7 +22,7 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from reconcile.errors import ApiError, NotFound
+from reconcile.errors import NotFound
 from reconcile.gvk import GVK
 from reconcile.objects import truncate_message
 from reconcile.store import Obj
@@ -96,6 +96,9 @@ class EventBroadcaster:
     client: _Writer
     buffer: int = DEFAULT_BUFFER
     dropped: int = 0
+    """Events dropped because the buffer was full."""
+    failed: int = 0
+    """Events whose write failed."""
     _send: Any = field(init=False, repr=False)
     _receive: Any = field(init=False, repr=False)
     remembered: int = MAX_REMEMBERED
@@ -117,13 +120,20 @@ class EventBroadcaster:
             self.dropped += 1
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Write events until cancelled; a failed write is logged and dropped."""
+        """Write events until cancelled; a failed write is logged, dropped and counted
+        (``failed``), whatever it failed with: events are best effort, and one that cannot be
+        written (a lost connection, a refused write, an unknown kind) must not stop the manager."""
         task_status.started()
         async for occurrence in self._receive:
             try:
                 await self._write(occurrence)
-            except (ApiError, OSError) as error:
-                log.warning("could not record event", reason=occurrence.reason, error=str(error))
+            except Exception as error:  # best effort; cancellation still ends the loop
+                self.failed += 1
+                log.warning(
+                    "could not record event",
+                    reason=occurrence.reason,
+                    error=f"{type(error).__name__}: {error}",
+                )
 
     async def _write(self, occurrence: _Occurrence) -> None:
         involved = occurrence.involved

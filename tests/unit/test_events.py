@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import anyio
 import pytest
 
@@ -81,3 +82,28 @@ async def test_aggregation_remembers_a_bounded_number_of_events_least_recent_for
         group.cancel_scope.cancel()
     assert [e["involvedObject"]["name"] for e in writer.created] == ["a", "b", "c", "d", "b"]
     assert len(broadcaster._seen) == 3
+
+
+async def test_a_failing_write_of_any_kind_is_counted_and_the_next_event_written() -> None:
+    writer = _Writer()
+    failures = [RuntimeError("not leader"), aiohttp.ServerDisconnectedError(), KeyError("kind")]
+
+    async def create(obj: dict[str, Any]) -> dict[str, Any]:
+        if failures:
+            raise failures.pop(0)
+        writer.created.append(obj)
+        return obj
+
+    writer.create = create  # type: ignore[method-assign]
+    broadcaster = EventBroadcaster(writer)
+    subject = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}
+    async with anyio.create_task_group() as group:
+        await group.start(broadcaster.run)
+        for reason in ("One", "Two", "Three", "Four"):
+            broadcaster.recorder("tester").event(subject, "Normal", reason, "m")
+        with anyio.fail_after(5):
+            while not writer.created:
+                await anyio.sleep(0.01)
+        group.cancel_scope.cancel()
+    assert broadcaster.failed == 3
+    assert [e["reason"] for e in writer.created] == ["Four"]

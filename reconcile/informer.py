@@ -103,6 +103,12 @@ class HandlerRegistration:
         self.next_resync = 0.0
         self._delivered_initial = False
 
+    def _initial_delivered(self) -> None:
+        # client-go resyncs a handler one period after it got the initial list, not at once.
+        self._delivered_initial = True
+        if self.resync_period:
+            self.next_resync = anyio.current_time() + self.resync_period
+
     def has_synced(self) -> bool:
         """Whether the informer synced and this handler received the initial list."""
         return self.informer.has_synced() and self._delivered_initial
@@ -176,7 +182,7 @@ class SharedInformer:
         if self._synced:
             for obj in self.indexer.values():
                 _safely(handler.on_add, obj, True)
-            registration._delivered_initial = True
+            registration._initial_delivered()
         return registration
 
     def remove_event_handler(self, registration: HandlerRegistration) -> None:
@@ -206,7 +212,7 @@ class SharedInformer:
         if initial:
             self._synced = True
             for registration in self._registrations:
-                registration._delivered_initial = True
+                registration._initial_delivered()
 
     def apply(self, event_type: str, obj: Obj) -> None:
         """Apply one watch event and notify."""

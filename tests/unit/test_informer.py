@@ -144,6 +144,21 @@ async def test_resync_sends_updates_with_equal_versions() -> None:
         group.cancel_scope.cancel()
 
 
+async def test_the_first_resync_comes_one_period_after_the_initial_list() -> None:
+    informer = SharedInformer(Script([page("1", cm("a", "1"))], [[HANG]]), name="cm")
+    recorder = Recorder()
+    informer.add_event_handler(recorder, resync_period=2.0)
+    async with anyio.create_task_group() as group:
+        group.start_soon(informer.run)
+        await informer.wait_for_sync()
+        synced = anyio.current_time()
+        await eventually(lambda: _true(("update", "a", "1", "1") in recorder.events), timeout=5)
+        first_resync = anyio.current_time() - synced
+        group.cancel_scope.cancel()
+    # The resync clock looks every second: before, the first look resynced (about 1 s).
+    assert first_resync >= 1.9, first_resync
+
+
 # --- the cache, and the seed's foot-guns ---------------------------------------------------------
 
 

@@ -423,20 +423,22 @@ def bulk_name(index: int) -> str:
 
 
 async def bulk(
-    host_client: Client, host: Host, count: int, concurrency: int, replicas: int
-) -> tuple[float, float, float]:
-    """Create ``count`` Deployments; seconds to all created, FullyApplied, aggregated."""
-    names = {bulk_name(index) for index in range(count)}
+    host_client: Client, host: Host, figures: Figures, concurrency: int, replicas: int
+) -> None:
+    """Create ``figures.templates`` Deployments; note the seconds to all created, FullyApplied
+    and aggregated, and the rates of each thousand."""
+    names = {bulk_name(index) for index in range(figures.templates)}
     started = time.monotonic()
 
     async def create(index: int) -> None:
         await host_client.create(deployment(bulk_name(index), replicas))
 
-    created = await run_parallel(count, concurrency, create)
-    timeout = max(WARM_TIMEOUT, count * 3.0)
-    applied = await host.fully_applied.wait(names, timeout) - started
-    aggregated = await host.aggregated.wait(names, timeout) - started
-    return created, applied, aggregated
+    figures.created = await run_parallel(figures.templates, concurrency, create)
+    timeout = max(WARM_TIMEOUT, figures.templates * 3.0)
+    figures.fully_applied = await host.fully_applied.wait(names, timeout) - started
+    figures.aggregated = await host.aggregated.wait(names, timeout) - started
+    figures.applied_per_thousand = per_thousand(host.fully_applied.times, names, started)
+    figures.aggregated_per_thousand = per_thousand(host.aggregated.times, names, started)
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -463,7 +465,6 @@ class Figures:
 
     templates: int
     members: int
-    bulk_started: float = 0.0
     applied_per_thousand: list[float] = field(default_factory=list)
     aggregated_per_thousand: list[float] = field(default_factory=list)
     control_planes: float = 0.0
@@ -576,17 +577,7 @@ async def _phases(
         await host.aggregated.wait({"warmup"}, WARM_TIMEOUT)
         await phase_end(child, figures, args.metrics_address, "warm")
         print(f"warm after {figures.setup:.1f} s; bulk of {args.templates} ...", flush=True)
-        figures.bulk_started = time.monotonic()
-        figures.created, figures.fully_applied, figures.aggregated = await bulk(
-            host_client, host, args.templates, args.concurrency, len(members)
-        )
-        names = {bulk_name(index) for index in range(args.templates)}
-        figures.applied_per_thousand = per_thousand(
-            host.fully_applied.times, names, figures.bulk_started
-        )
-        figures.aggregated_per_thousand = per_thousand(
-            host.aggregated.times, names, figures.bulk_started
-        )
+        await bulk(host_client, host, figures, args.concurrency, len(members))
         await phase_end(child, figures, args.metrics_address, "after bulk")
         figures.settled = await settle(args.metrics_address)
         print(f"bulk done; {args.samples} single creates ...", flush=True)
@@ -626,11 +617,18 @@ async def run(args: argparse.Namespace) -> None:
                 await client.close()
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main() -> None:
     """Parse the command line and run."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--templates", type=int, default=100, help="Deployments in the bulk")
-    parser.add_argument("--members", type=int, default=2, help="member clusters")
+    parser.add_argument("--members", type=_positive, default=2, help="member clusters")
     parser.add_argument("--samples", type=int, default=20, help="single creates timed")
     parser.add_argument("--concurrency", type=int, default=20, help="parallel creators")
     parser.add_argument(

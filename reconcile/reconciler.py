@@ -24,6 +24,13 @@ class Request:
     namespace: str = ""
     cluster: str = ""
 
+    @classmethod
+    def from_key(cls, key: str) -> Request:
+        """The request for a store key (``namespace/name``, or ``name`` when cluster-scoped), as
+        index lookups return them."""
+        namespace, _, name = key.rpartition("/")
+        return cls(name, namespace)
+
     def __str__(self) -> str:
         key = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.cluster}:{key}" if self.cluster else key

@@ -77,7 +77,6 @@ from reconcile import (
     NoKindMatch,
     NotFound,
     Obj,
-    ObjectKey,
     Request,
     Result,
     SharedInformer,
@@ -433,7 +432,7 @@ class _BindingIndex:
 
     def _keys(self, index: str, value: str) -> list[Request]:
         return [
-            _request_of_key(key)
+            Request.from_key(key)
             for informer in self.informers
             for key in informer.indexer.index_keys(index, value)
         ]
@@ -455,7 +454,7 @@ class _BindingIndex:
 
     def _all(self) -> list[Request]:
         indexers = [informer.indexer for informer in self.informers]
-        return [_request_of_key(key) for indexer in indexers for key in indexer.keys()]  # noqa: SIM118
+        return [Request.from_key(key) for indexer in indexers for key in indexer.keys()]  # noqa: SIM118
 
     def for_kinds(self, kinds: KindFilter) -> list[Request]:
         found = []
@@ -464,18 +463,13 @@ class _BindingIndex:
                 api_version, _, kind = value.rpartition("/")
                 if kinds(GVK.from_api_version(api_version, kind)):
                     found += [
-                        _request_of_key(key)
+                        Request.from_key(key)
                         for key in informer.indexer.index_keys(BINDING_RESOURCE_INDEX, value)
                     ]
         return found
 
     def for_cluster(self, cluster: Obj) -> list[Request]:
         return self._keys(TARGET_CLUSTER_INDEX, name_of(cluster))
-
-
-def _request_of_key(key: str) -> Request:
-    at = ObjectKey.parse(key)
-    return Request(at.name, at.namespace)
 
 
 def setup(context: Context) -> None:

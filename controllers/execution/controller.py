@@ -76,7 +76,6 @@ from reconcile import (
     NoKindMatch,
     NotFound,
     Obj,
-    ObjectKey,
     Preconditions,
     Request,
     Result,
@@ -293,7 +292,7 @@ class ExecutionController:
         namespace = execution_namespace(cluster)
         indexer = self.host_cache.get_informer(WORK_GVK).indexer
         keys = indexer.index_keys(NAMESPACE_INDEX, namespace)
-        return [Request(ObjectKey.parse(key).name, namespace) for key in keys]
+        return [Request.from_key(key) for key in keys]
 
     # --- reconcile ----------------------------------------------------------------------------
 

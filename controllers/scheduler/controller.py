@@ -67,7 +67,6 @@ from reconcile import (
     EventType,
     NotFound,
     Obj,
-    ObjectKey,
     Reader,
     Request,
     Result,
@@ -393,9 +392,8 @@ class _ClusterMapper:
         found = []
         for informer in self.informers:
             for value in (name_of(cluster), ANY_CLUSTER):
-                for key in informer.indexer.index_keys(AFFECTED_BY_CLUSTER_INDEX, value):
-                    at = ObjectKey.parse(key)
-                    found.append(Request(at.name, at.namespace))
+                keys = informer.indexer.index_keys(AFFECTED_BY_CLUSTER_INDEX, value)
+                found += [Request.from_key(key) for key in keys]
         return found
 
 

@@ -205,11 +205,12 @@ def _well_shaped(cluster: Mapping[str, Any]) -> bool:
         return known
     spec = shape_problems(cluster.get("spec"), ClusterSpec, "spec", enums=False)
     status = shape_problems(cluster.get("status"), ClusterStatus, "status", enums=False)
+    well_shaped = not (spec or status)
     if all(version):
         if len(_shapes) >= _SHAPES_REMEMBERED:
             _shapes.pop(next(iter(_shapes)))  # the oldest: a Cluster's status moves on
-        _shapes[version] = not (spec or status)
-    return not (spec or status)
+        _shapes[version] = well_shaped
+    return well_shaped
 
 
 def deleting_filter(

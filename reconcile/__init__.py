@@ -72,6 +72,7 @@ from reconcile.events import (
     EventRecorder,
     EventSeverity,
 )
+from reconcile.grace import GracePeriod, bounded_grace, current_grace
 from reconcile.gvk import (
     GVK,
     Resource,
@@ -352,6 +353,7 @@ __all__ = [
     "FuncHandler",
     "GVK",
     "Gone",
+    "GracePeriod",
     "HTTPHandler",
     "HTTPServer",
     "HandlerRegistration",
@@ -446,9 +448,11 @@ __all__ = [
     "apply_json_patch",
     "as_reconciler",
     "bearer_token",
+    "bounded_grace",
     "configure_logging",
     "controller_managed_by",
     "controller_of",
+    "current_grace",
     "deep_copy",
     "default_controller_rate_limiter",
     "default_identity",

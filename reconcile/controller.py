@@ -1,14 +1,19 @@
 """Controller runs a Reconciler: sources fill a work queue, workers reconcile what comes out.
 
-Start order, as in controller-runtime: the queue, then every source, then a wait until all sources
-synced (bounded by ``cache_sync_timeout``; a failure names its cause), then the workers. Sources
-watched after start begin at once. Per request, in order: an exception requeues it with the rate
-limiter's per-key backoff (the worker lives on); a ``TerminalError`` is recorded and not retried;
-``Result(requeue_after=s)`` forgets the backoff and looks again in ``s`` seconds; anything else
-forgets the backoff. One key is never reconciled by two workers at once.
+Two halves, as controller-runtime's warmup and start: ``warmup()`` starts the queue and every
+source and waits until all synced (bounded by ``cache_sync_timeout``; a failure names its cause);
+``run()`` starts the workers once they have. A manager runs ``warmup()`` on every replica and
+``run()`` only on the leader, so a standby's caches and queue are warm when it takes over; a
+controller run on its own warms itself up. Sources watched after start begin at once, and one that
+cannot start or sync is logged without stopping the controller. Per request, in order: an exception
+requeues it with the rate limiter's per-key backoff (the worker lives on); a ``TerminalError`` is
+recorded and not retried; ``Result(requeue_after=s)`` forgets the backoff and looks again in ``s``
+seconds; anything else forgets the backoff. Retries and requeues keep the priority the key was
+queued with. One key is never reconciled by two workers at once.
 
-Stopping (cancellation) shuts the queue, lets in-flight reconciles finish within
-``graceful_shutdown_timeout`` and then cancels what is left.
+Stopping (cancellation of ``run()``): no worker takes another key, however many are queued; the
+reconciles in flight get ``graceful_shutdown_timeout`` (cut short by the manager's grace period on
+a lost Lease or a second signal, see ``reconcile.grace``) and are then cancelled.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from prometheus_client import CollectorRegistry
 
 from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT
 from reconcile.errors import ApiError
+from reconcile.grace import bounded_grace
 from reconcile.metrics import ControllerMetrics, WorkQueueMetrics
 from reconcile.ratelimiter import RateLimiter
 from reconcile.reconciler import (
@@ -81,6 +87,9 @@ class ControllerOptions:
     """Seconds to wait for sources to sync before failing. Defaults to 120."""
     graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
     """Seconds in-flight reconciles may take to finish on stop. Defaults to 30."""
+    need_leader_election: bool = True
+    """Run the workers only on the leader (sources warm up on every replica). Defaults to True,
+    as controller-runtime's ``NeedLeaderElection``."""
 
 
 class Controller:
@@ -108,8 +117,8 @@ class Controller:
         self.metrics.max_concurrent(self.options.max_concurrent_reconciles)
         self._sources: list[Source] = []
         self._group: TaskGroup | None = None
-        self._inflight: set[anyio.CancelScope] = set()
-        self._idle = anyio.Event()
+        self._warming = False
+        self._synced = anyio.Event()
 
     def watch(self, source: Source) -> None:
         """Add a source; after start it starts (and syncs) at once."""
@@ -117,37 +126,54 @@ class Controller:
         if self._group is not None:
             self._group.start_soon(self._start_late, source)
 
+    def need_leader_election(self) -> bool:
+        """Whether the manager runs the workers only on the leader (``ControllerOptions``)."""
+        return self.options.need_leader_election
+
     async def _start_late(self, source: Source) -> None:
         assert self._group is not None
-        await source.start(self.queue, self._group)
-        try:
+        try:  # a late watch must not take the running controller down
+            await source.start(self.queue, self._group)
             await source.wait_for_sync(self.options.cache_sync_timeout)
-        except Exception as error:  # a late watch must not take the running controller down
+        except Exception as error:
             log.error(
                 "source added after start did not sync", controller=self.name, error=str(error)
             )
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Start sources, wait for their sync, run the workers until cancelled.
+    async def warmup(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run the queue and the sources until cancelled; reports started once they started.
 
         Raises:
-            SourceSyncError: a source did not sync within cache_sync_timeout (workers never start).
+            SourceSyncError: a source did not sync within cache_sync_timeout.
+            RuntimeError: the controller was warmed up already.
         """
+        if self._warming:
+            raise RuntimeError(f"controller {self.name!r} was started already")
+        self._warming = True
         async with self.queue, anyio.create_task_group() as group:
             # Set first: a watch() arriving while the sources below start is started too.
             self._group = group
             try:
                 for source in list(self._sources):
                     await source.start(self.queue, group)
-                await self._wait_for_sources()
-                for index in range(self.options.max_concurrent_reconciles):
-                    group.start_soon(self._worker, name=f"{self.name} worker {index}")
-                log.info("controller started", controller=self.name)
                 task_status.started()
+                await self._wait_for_sources()
+                self._synced.set()
                 await anyio.sleep_forever()
             finally:
                 self._group = None
-                await self._drain()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run the workers once every source synced, until cancelled; warms up if nobody did.
+
+        Raises:
+            SourceSyncError: a source did not sync within cache_sync_timeout (workers never start).
+        """
+        async with anyio.create_task_group() as group:
+            if not self._warming:
+                await group.start(self.warmup)
+            await self._synced.wait()
+            await self._run_workers(task_status)
 
     async def _wait_for_sources(self) -> None:
         for source in self._sources:
@@ -158,20 +184,37 @@ class Controller:
                     f"controller {self.name!r}: {source} did not sync: {error}"
                 ) from error
 
-    async def _drain(self) -> None:
-        """On stop: take no new work, give in-flight reconciles the grace period, then cancel."""
-        self.queue.shutdown()
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(self.options.graceful_shutdown_timeout):
-                while self._inflight:
-                    await self._idle.wait()
-            for scope in list(self._inflight):
-                scope.cancel()
+    async def _run_workers(self, task_status: TaskStatus[None]) -> None:
+        workers = anyio.CancelScope()
+        finished = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._host_workers, workers, finished)
+            log.info("controller started", controller=self.name)
+            task_status.started()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                # Stop: no worker takes another key; those in flight get the grace period.
+                self.queue.shutdown(discard=True)
+                with bounded_grace(self.options.graceful_shutdown_timeout):
+                    await finished.wait()
+                workers.cancel()
+
+    async def _host_workers(self, workers: anyio.CancelScope, finished: anyio.Event) -> None:
+        # Shielded: the controller's cancellation reaches the workers only through the queue's
+        # shutdown and, after the grace period, the ``workers`` scope.
+        try:
+            with anyio.CancelScope(shield=True), workers:
+                async with anyio.create_task_group() as group:
+                    for index in range(self.options.max_concurrent_reconciles):
+                        group.start_soon(self._worker, name=f"{self.name} worker {index}")
+        finally:
+            finished.set()
 
     async def _worker(self) -> None:
         while True:
             try:
-                request = await self.queue.get()
+                request = await self.queue.get()  # a checkpoint: other tasks run between keys
             except QueueShutDown:
                 return
             try:
@@ -180,10 +223,6 @@ class Controller:
                 self.queue.done(request)
 
     async def _reconcile(self, request: Request) -> None:
-        # Shielded: stopping the controller lets this reconcile finish (see _drain).
-        scope = anyio.CancelScope(shield=True)
-        self._inflight.add(scope)
-        self._idle = anyio.Event() if len(self._inflight) == 1 else self._idle
         started = time.perf_counter()
         self.metrics.worker_started()
         context = {
@@ -197,15 +236,13 @@ class Controller:
         if request.cluster:
             context["cluster"] = request.cluster
         try:
-            with structlog.contextvars.bound_contextvars(**context), scope:
+            with structlog.contextvars.bound_contextvars(**context):
                 await self._reconcile_and_handle(request)
         finally:
             self.metrics.worker_finished(time.perf_counter() - started)
-            self._inflight.discard(scope)
-            if not self._inflight:
-                self._idle.set()
 
     async def _reconcile_and_handle(self, request: Request) -> None:
+        priority = self.queue.priority_of(request)
         try:
             result = await self._call(request)
         except TerminalError as error:
@@ -214,15 +251,15 @@ class Controller:
             log.error("reconcile failed terminally, not retrying", error=str(error))
         except ApiError as error:
             # The apiserver's answer says it all (a Conflict is routine); no traceback needed.
-            self.queue.add_rate_limited(request)
+            self.queue.add_rate_limited(request, priority=priority)
             self.metrics.result("error")
             log.warning("reconcile failed, requeued with backoff", error=str(error))
         except Exception as error:
-            self.queue.add_rate_limited(request)
+            self.queue.add_rate_limited(request, priority=priority)
             self.metrics.result("error", panic=isinstance(error, _PANICS))
             log.exception("reconcile failed, requeued with backoff")
         else:
-            self._handle_result(request, result)
+            self._handle_result(request, result, priority)
 
     async def _call(self, request: Request) -> Result | None:
         timeout = self.options.reconcile_timeout
@@ -231,10 +268,10 @@ class Controller:
         with anyio.fail_after(timeout):
             return await self.reconciler.reconcile(request)
 
-    def _handle_result(self, request: Request, result: Result | None) -> None:
+    def _handle_result(self, request: Request, result: Result | None, priority: int) -> None:
         self.queue.forget(request)
         if result is not None and result.requeue_after is not None and result.requeue_after > 0:
-            self.queue.add_after(request, result.requeue_after)
+            self.queue.add_after(request, result.requeue_after, priority=priority)
             self.metrics.result("requeue_after")
         else:
             self.metrics.result("success")

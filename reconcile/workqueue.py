@@ -12,8 +12,8 @@ Lifetime: delayed keys become ready through a loop that the queue's owner runs, 
 down (and shuts the queue down when it is cancelled), so it never outlives its owner.
 
 Shutdown: ``shutdown()`` stops accepting keys and drops the delayed ones; workers still get what is
-queued, then ``get()`` raises QueueShutDown. ``shutdown_with_drain(timeout)`` also waits until the
-queued, parked and in-flight keys are all done.
+queued (with ``discard=True``, nothing more), then ``get()`` raises QueueShutDown.
+``shutdown_with_drain(timeout)`` also waits until the queued, parked and in-flight keys are done.
 
 Errors::
 
@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import Final, Generic, Self, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskStatus
 
 from reconcile.metrics import NoopQueueMetrics, QueueMetrics
@@ -74,8 +75,10 @@ class WorkQueue(Generic[T]):
             ``time.monotonic`` and ``anyio.sleep``. Tests pass a fake clock to step time.
 
     Workers loop on ``item = await queue.get()`` (or ``async for item in queue``) and must call
-    ``queue.done(item)`` when finished, whatever the outcome. ``get`` does not suspend when an
-    item is ready, so a worker that never awaits elsewhere keeps the loop to itself.
+    ``queue.done(item)`` when finished, whatever the outcome. Every ``get`` passes a checkpoint
+    before it hands a key out, even when one is ready: a worker whose reconciles never await
+    (cache reads only) still lets watches, probes and Lease renewals run between keys, and a
+    cancelled worker takes no further key.
     """
 
     __slots__ = (
@@ -130,7 +133,7 @@ class WorkQueue(Generic[T]):
         # while processing, queued again by done()).
         self._queued: dict[T, int] = {}
         self._parked: dict[T, int] = {}
-        self._processing: set[T] = set()
+        self._processing: dict[T, int] = {}  # key -> the priority it was queued with
         # Raising a queued key's priority leaves its old entry in the lower FIFO; these counts
         # skip such entries, which always precede any live entry of the key in that FIFO.
         self._stale: dict[tuple[int, T], int] = {}
@@ -162,6 +165,10 @@ class WorkQueue(Generic[T]):
         """
         if self._shutting_down:
             return
+        if self._waiting:
+            # Due now supersedes due later: one reconcile, not a second one when the delay ends
+            # (controller-runtime's priority queue keeps one entry per key, with the earlier time).
+            self._waiting.pop(item, None)
         queued = self._queued.get(item)
         if queued is not None:
             if priority > queued:
@@ -185,6 +192,7 @@ class WorkQueue(Generic[T]):
         Raises:
             QueueShutDown: the queue is shut down and nothing is left to hand out.
         """
+        await anyio.lowlevel.checkpoint()
         if self._queued:
             return self._take()
         return await self._wait_and_take()
@@ -209,7 +217,7 @@ class WorkQueue(Generic[T]):
             ValueError: ``item`` is not being processed (``done`` without ``get``, or twice).
         """
         try:
-            self._processing.remove(item)
+            del self._processing[item]
         except KeyError:
             raise ValueError(f"done({item!r}) without get(): it is not being processed") from None
         self._on_done(item)
@@ -259,12 +267,33 @@ class WorkQueue(Generic[T]):
         """Clear the rate limiter's history of ``item``; does not remove it from the queue."""
         self._rate_limiter.forget(item)
 
+    def priority_of(self, item: T) -> int:
+        """The priority ``item`` was queued with, while a worker processes it.
+
+        A retry or a requeue keeps it (controller-runtime's ``GetWithPriority``): a low-priority
+        resync that fails does not overtake live changes when it comes back.
+
+        Raises:
+            ValueError: ``item`` is not being processed.
+        """
+        try:
+            return self._processing[item]
+        except KeyError:
+            raise ValueError(f"{item!r} is not being processed") from None
+
     def num_requeues(self, item: T) -> int:
         """How often ``item`` was rate-limited since it was last forgotten."""
         return self._rate_limiter.num_requeues(item)
 
-    def shutdown(self) -> None:
-        """Stop accepting keys and drop the delayed ones; workers still get the queued keys."""
+    def shutdown(self, *, discard: bool = False) -> None:
+        """Stop accepting keys and drop the delayed ones; workers still get the queued keys.
+
+        With ``discard``, the queued and parked keys are dropped too, so ``get()`` raises
+        QueueShutDown at once: a stopping controller takes no new work, however much is queued
+        (the keys are only memory: the next leader's initial list brings every object back).
+        """
+        if discard:
+            self._drop_queued()
         if self._shutting_down:
             return
         self._shutting_down = True
@@ -362,8 +391,7 @@ class WorkQueue(Generic[T]):
 
     def _take(self) -> T:
         item = self._default.popleft() if self._simple else self._pop_by_priority()
-        del self._queued[item]
-        self._processing.add(item)
+        self._processing[item] = self._queued.pop(item)
         self._on_get(item)
         return item
 
@@ -445,6 +473,16 @@ class WorkQueue(Generic[T]):
             self._ordered = kept
             self._buckets = dict(kept)
         self._simple = len(self._ordered) == 1 and not self._stale
+
+    def _drop_queued(self) -> None:
+        self._queued.clear()
+        self._parked.clear()
+        self._stale.clear()
+        for _, bucket in self._ordered:
+            bucket.clear()
+        self._prune()
+        if self._drained is not None and self._idle():
+            self._drained.set()
 
     def _idle(self) -> bool:
         return not (self._queued or self._parked or self._processing)

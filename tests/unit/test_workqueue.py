@@ -416,6 +416,74 @@ async def test_add_after_keeps_the_higher_priority() -> None:
         assert drain_nowait(queue) == ["b", "a"]
 
 
+@asyncio_test
+async def test_an_add_supersedes_a_pending_add_after_of_the_key() -> None:
+    clock = FakeClock()
+    async with WorkQueue[str](clock=clock) as queue:
+        queue.add_after("a", 10)
+        queue.add("a")
+        assert drain_nowait(queue) == ["a"]
+        await clock.advance(10)
+        assert len(queue) == 0, "the delayed add was folded into the plain one"
+
+
+@asyncio_test
+async def test_an_add_while_processing_also_supersedes_the_delay() -> None:
+    clock = FakeClock()
+    async with WorkQueue[str](clock=clock) as queue:
+        queue.add("a")
+        key = await queue.get()
+        queue.add_after("a", 10)
+        queue.add("a")  # parked until done
+        queue.done(key)
+        assert drain_nowait(queue) == ["a"]
+        await clock.advance(10)
+        assert len(queue) == 0
+
+
+def test_the_priority_of_a_key_in_flight_is_known_until_done() -> None:
+    queue = WorkQueue[str](clock=FakeClock())
+    queue.add("low", priority=LOW_PRIORITY)
+    key = queue.get_nowait()
+    assert queue.priority_of(key) == LOW_PRIORITY
+    queue.done(key)
+    with pytest.raises(ValueError, match="not being processed"):
+        queue.priority_of(key)
+
+
+@asyncio_test
+async def test_get_yields_to_the_loop_even_when_a_key_is_ready() -> None:
+    queue = WorkQueue[str]()
+    for index in range(100):
+        queue.add(f"k{index}")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ticker)
+        await anyio.lowlevel.checkpoint()
+        start = ticks
+        for _ in range(100):
+            queue.done(await queue.get())  # a worker that never awaits anything else
+        group.cancel_scope.cancel()
+    assert ticks - start >= 99, "another task ran between the keys"
+
+
+@asyncio_test
+async def test_a_worker_cancelled_at_get_takes_no_key() -> None:
+    queue = WorkQueue[str]()
+    queue.add("a")
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await queue.get()
+    assert len(queue) == 1, "the key stays queued for another worker"
+
+
 def test_add_after_without_delay_adds_now() -> None:
     queue = WorkQueue[str](clock=FakeClock())
     queue.add_after("a", 0)
@@ -630,6 +698,10 @@ async def _run_workers(ops: list[Op]) -> list[tuple[str, int]]:
             log.append(("done", key))
 
     async def settle() -> None:
+        # Let woken workers pass get()'s checkpoint first: wait_all_tasks_blocked sleeps 0.1 s
+        # whenever it finds a task that is ready to run.
+        for _ in range(2 * WORKERS):
+            await anyio.lowlevel.checkpoint()
         await anyio.wait_all_tasks_blocked()
 
     with anyio.fail_after(WAIT):

@@ -43,6 +43,14 @@ from reconcile.controller import (
     ControllerOptions,
     SourceSyncError,
 )
+from reconcile.controllerutil import (
+    MutateFn,
+    ObjectWriter,
+    OperationResult,
+    create_or_patch,
+    create_or_update,
+    merge_patch_between,
+)
 from reconcile.errors import (
     AlreadyExists,
     ApiError,
@@ -379,6 +387,7 @@ __all__ = [
     "MapFunc",
     "MaxOfRateLimiter",
     "MethodNotAllowed",
+    "MutateFn",
     "NAMESPACE_INDEX",
     "NoKindMatch",
     "NoopQueueMetrics",
@@ -387,6 +396,8 @@ __all__ = [
     "Obj",
     "ObjectKey",
     "ObjectMeta",
+    "ObjectWriter",
+    "OperationResult",
     "OwnerReference",
     "PatchType",
     "Preconditions",
@@ -449,6 +460,8 @@ __all__ = [
     "configure_logging",
     "controller_managed_by",
     "controller_of",
+    "create_or_patch",
+    "create_or_update",
     "deep_copy",
     "default_controller_rate_limiter",
     "default_identity",
@@ -464,6 +477,7 @@ __all__ = [
     "label_selector",
     "labels_changed",
     "labels_of",
+    "merge_patch_between",
     "meta_of",
     "micro_time",
     "name_of",

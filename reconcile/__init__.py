@@ -80,6 +80,13 @@ from reconcile.events import (
     EventRecorder,
     EventSeverity,
 )
+from reconcile.finalizer import (
+    FinalizeError,
+    FinalizeFunc,
+    Finalizer,
+    FinalizeResult,
+    Finalizers,
+)
 from reconcile.gvk import (
     GVK,
     Resource,
@@ -356,6 +363,11 @@ __all__ = [
     "EventType",
     "Filter",
     "FilterProvider",
+    "FinalizeError",
+    "FinalizeFunc",
+    "FinalizeResult",
+    "Finalizer",
+    "Finalizers",
     "Forbidden",
     "FuncHandler",
     "GVK",

@@ -1,7 +1,8 @@
 """Correlator decides what becomes of a recorded event before it is written (client-go's).
 
-Three steps, in the order of client-go's EventCorrelator (tools/record/events_cache.go), each with its own LRU of
-``MAX_REMEMBERED`` entries so memory stays bounded however many objects events are about:
+Three steps, in the order of client-go's EventCorrelator (tools/record/events_cache.go), each
+with its own LRU of ``MAX_REMEMBERED`` entries so memory stays bounded however many objects
+events are about:
 
 1. Aggregation: events that differ only in their message (same component, object, type and
    reason) are similar. Once ``AGGREGATE_MAX_EVENTS`` distinct messages were seen within

@@ -43,6 +43,14 @@ from reconcile.controller import (
     ControllerOptions,
     SourceSyncError,
 )
+from reconcile.controllerutil import (
+    MutateFn,
+    ObjectWriter,
+    OperationResult,
+    create_or_patch,
+    create_or_update,
+    merge_patch_between,
+)
 from reconcile.errors import (
     AlreadyExists,
     ApiError,
@@ -71,6 +79,13 @@ from reconcile.events import (
     EventBroadcaster,
     EventRecorder,
     EventSeverity,
+)
+from reconcile.finalizer import (
+    FinalizeError,
+    FinalizeFunc,
+    Finalizer,
+    FinalizeResult,
+    Finalizers,
 )
 from reconcile.grace import GracePeriod, bounded_grace, current_grace
 from reconcile.gvk import (
@@ -349,6 +364,11 @@ __all__ = [
     "EventType",
     "Filter",
     "FilterProvider",
+    "FinalizeError",
+    "FinalizeFunc",
+    "FinalizeResult",
+    "Finalizer",
+    "Finalizers",
     "Forbidden",
     "FuncHandler",
     "GVK",
@@ -381,6 +401,7 @@ __all__ = [
     "MapFunc",
     "MaxOfRateLimiter",
     "MethodNotAllowed",
+    "MutateFn",
     "NAMESPACE_INDEX",
     "NoKindMatch",
     "NoopQueueMetrics",
@@ -389,6 +410,8 @@ __all__ = [
     "Obj",
     "ObjectKey",
     "ObjectMeta",
+    "ObjectWriter",
+    "OperationResult",
     "OwnerReference",
     "PatchType",
     "Preconditions",
@@ -452,6 +475,8 @@ __all__ = [
     "configure_logging",
     "controller_managed_by",
     "controller_of",
+    "create_or_patch",
+    "create_or_update",
     "current_grace",
     "deep_copy",
     "default_controller_rate_limiter",
@@ -468,6 +493,7 @@ __all__ = [
     "label_selector",
     "labels_changed",
     "labels_of",
+    "merge_patch_between",
     "meta_of",
     "micro_time",
     "name_of",

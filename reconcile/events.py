@@ -3,17 +3,19 @@
 ``recorder.event(obj, "Warning", "ApplyFailed", "...")`` never blocks and never raises: events go
 into a bounded buffer that the broadcaster (a manager runnable) writes out; when the buffer is full
 the event is dropped and counted, as client-go does, because a controller must not stall on them.
-Repeats of the same event (same object, type, reason, message and component) are aggregated into
-one Event whose ``count`` and ``lastTimestamp`` move, instead of one object per occurrence; the
-broadcaster remembers the last ``MAX_REMEMBERED`` distinct events for that (client-go's
-EventCorrelator keeps an LRU of 4,096), so its memory does not grow with every object it ever
-recorded an event about.
+Before writing, the broadcaster's ``EventCorrelator`` (reconcile.correlator, client-go's) decides
+what to write: a repeat of an event (same object, type, reason, message and component) patches
+the Event written for it (``count``, ``lastTimestamp``) instead of creating another; similar
+events (differing only in message) are aggregated into one "(combined from similar events): ..."
+Event once ten distinct messages came within ten minutes; and a component that writes more than
+25 events about one object is limited to one every five minutes (the rest are counted in
+``filtered``). Its caches keep the last 4,096 entries, so memory does not grow with every object
+an event was ever about. A failed write is logged, dropped and counted (``failed``).
 """
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
@@ -22,9 +24,11 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
+from reconcile.correlator import MAX_REMEMBERED, Correlation, EventCorrelator, EventLog
 from reconcile.errors import NotFound
 from reconcile.gvk import GVK
 from reconcile.objects import truncate_message
+from reconcile.ratelimit import Clock
 from reconcile.store import Obj
 
 __all__ = ["EVENT_GVK", "EVENT_MESSAGE_LIMIT", "EventBroadcaster", "EventRecorder", "EventSeverity"]
@@ -33,9 +37,6 @@ log = structlog.get_logger("reconcile.events")
 
 EVENT_GVK: Final = GVK("", "v1", "Event")
 DEFAULT_BUFFER: Final = 1000
-MAX_REMEMBERED: Final = 4096
-"""Distinct events remembered for aggregation, least recently seen forgotten first (client-go's
-maxLruCacheEntries)."""
 EVENT_MESSAGE_LIMIT: Final = 1024
 """UTF-8 bytes an Event message is cut to (events.k8s.io's note limit; core/v1 shows it too)."""
 
@@ -59,13 +60,6 @@ class _Occurrence:
     message: str
     component: str
     at: datetime
-
-
-@dataclass
-class _Aggregate:
-    name: str
-    namespace: str
-    count: int
 
 
 def _now() -> datetime:
@@ -99,15 +93,19 @@ class EventBroadcaster:
     """Events dropped because the buffer was full."""
     failed: int = 0
     """Events whose write failed."""
+    filtered: int = 0
+    """Events the spam filter kept from being written."""
+    remembered: int = MAX_REMEMBERED
+    """Entries each of the correlator's caches keeps."""
+    clock: Clock | None = None
+    """The correlator's clock (monotonic); tests inject one to step through its intervals."""
+    correlator: EventCorrelator = field(init=False, repr=False)
     _send: Any = field(init=False, repr=False)
     _receive: Any = field(init=False, repr=False)
-    remembered: int = MAX_REMEMBERED
-    _seen: OrderedDict[tuple[str, ...], _Aggregate] = field(
-        default_factory=OrderedDict, init=False, repr=False
-    )
 
     def __post_init__(self) -> None:
         self._send, self._receive = anyio.create_memory_object_stream[_Occurrence](self.buffer)
+        self.correlator = EventCorrelator(clock=self.clock, remembered=self.remembered)
 
     def recorder(self, component: str) -> EventRecorder:
         """A recorder whose events name ``component`` as their source."""
@@ -136,34 +134,34 @@ class EventBroadcaster:
                 )
 
     async def _write(self, occurrence: _Occurrence) -> None:
-        involved = occurrence.involved
-        key = (
-            involved.get("uid", ""),
-            involved.get("namespace", ""),
-            involved.get("name", ""),
+        decision = self.correlator.correlate(
+            occurrence.involved,
             occurrence.type,
             occurrence.reason,
             occurrence.message,
             occurrence.component,
         )
-        known = self._seen.get(key)
-        if known is not None:
-            self._seen.move_to_end(key)
+        if decision.skip:
+            self.filtered += 1
+            return
+        if decision.existing is not None:
             try:
-                await self._bump(known, occurrence)
+                await self._bump(decision.existing, decision, occurrence)
                 return
             except NotFound:
-                del self._seen[key]  # deleted or expired (events have a TTL): start afresh
-        self._seen[key] = await self._create(occurrence)
-        while len(self._seen) > self.remembered:
-            self._seen.popitem(last=False)
+                self.correlator.forget(decision.key)  # deleted or expired (events have a TTL)
+        self.correlator.written(decision.key, await self._create(decision, occurrence))
 
-    async def _bump(self, known: _Aggregate, occurrence: _Occurrence) -> None:
-        known.count += 1
-        patch = {"count": known.count, "lastTimestamp": _stamp(occurrence.at)}
+    async def _bump(self, known: EventLog, decision: Correlation, occurrence: _Occurrence) -> None:
+        # client-go patches exactly these three: the message moves for aggregated events.
+        patch = {
+            "count": decision.count,
+            "lastTimestamp": _stamp(occurrence.at),
+            "message": decision.message,
+        }
         await self.client.patch(EVENT_GVK, known.name, patch, namespace=known.namespace)
 
-    async def _create(self, occurrence: _Occurrence) -> _Aggregate:
+    async def _create(self, decision: Correlation, occurrence: _Occurrence) -> EventLog:
         involved = occurrence.involved
         namespace = involved.get("namespace") or "default"
         # client-go's naming: the object's name and a nanosecond timestamp in hex.
@@ -176,7 +174,7 @@ class EventBroadcaster:
             "involvedObject": involved,
             "type": occurrence.type,
             "reason": occurrence.reason,
-            "message": occurrence.message,
+            "message": decision.message,
             "source": {"component": occurrence.component},
             "reportingComponent": occurrence.component,
             "firstTimestamp": stamp,
@@ -184,7 +182,7 @@ class EventBroadcaster:
             "count": 1,
         }
         await self.client.create(event)
-        return _Aggregate(name, namespace, 1)
+        return EventLog(name, namespace, 1)
 
 
 @dataclass(frozen=True)

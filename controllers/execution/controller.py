@@ -73,6 +73,7 @@ from reconcile import (
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
+    Finalizers,
     NoKindMatch,
     NotFound,
     Obj,
@@ -81,18 +82,15 @@ from reconcile import (
     Result,
     SharedInformer,
     TerminalError,
-    add_finalizer,
     annotations_of,
     controller_managed_by,
     deep_copy,
     generation_of,
     get_condition,
-    has_finalizer,
     is_being_deleted,
     labels_of,
     name_of,
     namespace_of,
-    remove_finalizer,
     uid_of,
 )
 
@@ -275,6 +273,8 @@ class ExecutionController:
         self.watches = _MemberWatches()
         self.records = AppliedRecords()
         self.sync_timeout = sync_timeout
+        self.finalizers = Finalizers()
+        self.finalizers.register(EXECUTION_CONTROLLER_FINALIZER, self._release)
 
     # --- mapping events to Works --------------------------------------------------------------
 
@@ -303,6 +303,8 @@ class ExecutionController:
             MemberUnavailable: the member cannot be written to now (retried with backoff).
             ApplyFailed: some manifests were not applied (retried with backoff).
             TerminalError: only malformed manifests failed (not retried: the Work must change).
+            FinalizeError: a deleted Work's member objects could not be removed yet (its
+                finalizer stays; retried with backoff).
         """
         try:
             work = await self.host.get(WORK_GVK, request.name, namespace=request.namespace)
@@ -312,9 +314,11 @@ class ExecutionController:
         if cluster is None:
             return None  # like Karmada: only Works in execution namespaces are dispatched
         if is_being_deleted(work):
-            await self._finalize(work, cluster)
+            if (await self.finalizers.finalize(work)).updated:
+                with contextlib.suppress(NotFound):  # its last finalizer gone: deleted at once
+                    await self.host.update(work)
             return None
-        if add_finalizer(work, EXECUTION_CONTROLLER_FINALIZER):
+        if (await self.finalizers.finalize(work)).updated:  # adds the finalizer
             work = await self.host.update(work)
         if work_spec(work).get("suspendDispatching"):
             return None
@@ -446,9 +450,9 @@ class ExecutionController:
 
     # --- deletion -----------------------------------------------------------------------------
 
-    async def _finalize(self, work: Obj, cluster: str) -> None:
-        if not has_finalizer(work, EXECUTION_CONTROLLER_FINALIZER):
-            return
+    async def _release(self, work: Obj) -> None:
+        """Remove (or, with preserveResourcesOnDeletion, release) the Work's member objects."""
+        cluster = cluster_of_execution_namespace(namespace_of(work)) or ""
         reach = await self._reach(cluster)
         if reach.member is not None:
             preserve = bool(work_spec(work).get("preserveResourcesOnDeletion"))
@@ -459,9 +463,6 @@ class ExecutionController:
                 f"Work {namespace_of(work)}/{name_of(work)} keeps its finalizer until its "
                 f"objects are removed: {reach.reason}"
             )
-        remove_finalizer(work, EXECUTION_CONTROLLER_FINALIZER)
-        with contextlib.suppress(NotFound):
-            await self.host.update(work)
 
     async def _remove(
         self, work: Obj, cluster: str, member: Cluster, manifest: Obj, *, preserve: bool

@@ -63,6 +63,42 @@ async def test_repeated_events_are_aggregated_into_one_with_a_count(
     assert broadcaster.dropped == 0
 
 
+async def test_ten_similar_events_are_combined_into_one_event_on_the_apiserver(
+    host: ControlPlane, namespace: str
+) -> None:
+    config = await ClusterConfig.from_kubeconfig(
+        host.kubeconfig, temp_dir=host.directory / "client"
+    )
+    async with Client(config) as client:
+        subject = await client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "flappy", "namespace": namespace},
+            }
+        )
+        broadcaster = EventBroadcaster(client)
+        recorder = broadcaster.recorder("tester")
+        async with anyio.create_task_group() as group:
+            await group.start(broadcaster.run)
+            for index in range(12):
+                recorder.event(subject, "Warning", "ApplyFailed", f"member{index} refused")
+
+            async def recorded() -> list[dict[str, Any]] | None:
+                events = (await client.list(EVENT, namespace=namespace))["items"]
+                combined = [e for e in events if e["message"].startswith("(combined")]
+                return events if combined and combined[0].get("count") == 3 else None
+
+            events = await eventually(recorded, timeout=20)
+            group.cancel_scope.cancel()
+    messages = sorted(e["message"] for e in events)
+    assert messages == sorted(
+        [f"member{index} refused" for index in range(9)]
+        + ["(combined from similar events): member11 refused"]
+    )
+    assert broadcaster.failed == 0
+
+
 async def test_reconcile_logs_carry_controller_request_and_reconcile_id() -> None:
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](10)
     seen = anyio.Event()

@@ -81,7 +81,7 @@ async def test_aggregation_remembers_a_bounded_number_of_events_least_recent_for
         await settled(5, 2)
         group.cancel_scope.cancel()
     assert [e["involvedObject"]["name"] for e in writer.created] == ["a", "b", "c", "d", "b"]
-    assert len(broadcaster._seen) == 3
+    assert len(broadcaster.correlator) == 3
 
 
 async def test_a_failing_write_of_any_kind_is_counted_and_the_next_event_written() -> None:

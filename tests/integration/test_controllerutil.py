@@ -1,0 +1,215 @@
+"""create_or_update and create_or_patch against the real apiserver and testenv's fake alike.
+
+What matters most: a mutate that changes nothing sends no write, so the resourceVersion stays
+(controller-runtime's OperationResultNone); on the real apiserver a write that changes nothing
+would keep it too, but only this test pins down that nothing is sent at all.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from reconcile import (
+    GVK,
+    Client,
+    ClusterConfig,
+    Conflict,
+    OperationResult,
+    create_or_patch,
+    create_or_update,
+)
+from testenv import ControlPlane
+from testenv.fake import FakeClient
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+WIDGET_CRD = Path(__file__).parent / "testdata" / "widget-crd.yaml"
+WIDGET = GVK("client.test", "v1", "Widget")
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+
+
+class _Counting:
+    """A client that counts the writes that reach it, so "no write" is observed, not assumed."""
+
+    def __init__(self, inner: Client) -> None:
+        self.inner = inner
+        self.writes: list[str] = []
+
+    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        return await self.inner.get(gvk, name, namespace=namespace)
+
+    async def create(self, obj: Any) -> dict[str, Any]:
+        self.writes.append("create")
+        return await self.inner.create(obj)
+
+    async def update(self, obj: Any) -> dict[str, Any]:
+        self.writes.append("update")
+        return await self.inner.update(obj)
+
+    async def patch(self, obj: Any, patch: Any, /) -> dict[str, Any]:
+        self.writes.append(f"patch {sorted(patch)}")
+        return await self.inner.patch(obj, patch)
+
+    async def patch_status(self, obj: Any, patch: Any, /) -> dict[str, Any]:
+        self.writes.append(f"patch_status {sorted(patch['status'])}")
+        return await self.inner.patch_status(obj, patch)
+
+
+@pytest_asyncio.fixture(loop_scope="session", params=["fake", "host"])
+async def client(request: pytest.FixtureRequest, host: ControlPlane) -> AsyncIterator[Client]:
+    if request.param == "fake":
+        yield FakeClient(crds=[WIDGET_CRD])
+        return
+    await host.install_crds([WIDGET_CRD])
+    config = await ClusterConfig.from_kubeconfig(
+        host.kubeconfig, temp_dir=host.directory / "client"
+    )
+    async with Client(config) as live:
+        yield live
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def space(client: Client, host: ControlPlane) -> AsyncIterator[str]:
+    """A namespace only this test uses (on the fake, or on the host; see testenv's namespace)."""
+    name = f"controllerutil-{secrets.token_hex(3)}"
+    if isinstance(client, FakeClient):
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        yield name
+        return
+    await host.create_namespace(name)
+    try:
+        yield name
+    finally:
+        await host.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+def _widget(namespace: str, name: str = "w") -> dict[str, Any]:
+    return {
+        "apiVersion": WIDGET.api_version,
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+
+
+def _colour(colour: str) -> Any:
+    def mutate(obj: dict[str, Any]) -> None:
+        obj.setdefault("spec", {})["colour"] = colour
+
+    return mutate
+
+
+async def test_create_or_update_creates_then_updates_then_writes_nothing_for_a_no_op(
+    client: Client, space: str
+) -> None:
+    counting = _Counting(client)
+    widget = _widget(space)
+    assert await create_or_update(counting, widget, _colour("red")) is OperationResult.CREATED
+    created = widget["metadata"]["resourceVersion"]
+    assert widget["metadata"]["uid"]  # obj holds what the apiserver stored
+
+    widget = _widget(space)
+    assert await create_or_update(counting, widget, _colour("red")) is OperationResult.UNCHANGED
+    assert widget["metadata"]["resourceVersion"] == created
+    assert widget["spec"]["colour"] == "red"  # read back
+
+    widget = _widget(space)
+    assert await create_or_update(counting, widget, _colour("blue")) is OperationResult.UPDATED
+    assert widget["metadata"]["resourceVersion"] != created
+    stored = await client.get(WIDGET, "w", namespace=space)
+    assert stored["spec"]["colour"] == "blue"
+    assert counting.writes == ["create", "update"]
+
+
+async def test_create_or_update_of_a_stale_object_is_a_conflict(client: Client, space: str) -> None:
+    await create_or_update(client, _widget(space), _colour("red"))
+
+    async def meanwhile(obj: dict[str, Any]) -> None:
+        # Another writer gets in between our read and our write.
+        await client.patch(WIDGET, "w", {"spec": {"replicas": 3}}, namespace=space)
+        obj["spec"]["colour"] = "green"
+
+    with pytest.raises(Conflict):
+        await create_or_update(client, _widget(space), meanwhile)
+
+
+async def test_mutate_may_not_change_the_name_or_namespace(client: Client, space: str) -> None:
+    counting = _Counting(client)
+
+    def rename(obj: dict[str, Any]) -> None:
+        obj["metadata"]["name"] = "other"
+
+    for call in (create_or_update, create_or_patch):
+        with pytest.raises(ValueError, match="cannot change the name or namespace"):
+            await call(counting, _widget(space), rename)  # before create
+    await create_or_update(counting, _widget(space), _colour("red"))
+    for call in (create_or_update, create_or_patch):
+        with pytest.raises(ValueError, match="cannot change the name or namespace"):
+            await call(counting, _widget(space), rename)  # before update
+    assert counting.writes == ["create"]
+
+
+async def test_create_or_patch_says_which_of_object_and_status_it_wrote(
+    client: Client, space: str
+) -> None:
+    counting = _Counting(client)
+
+    def phase(value: str) -> Any:
+        async def mutate(obj: dict[str, Any]) -> None:  # an async mutate works too
+            obj.setdefault("status", {})["phase"] = value
+
+        return mutate
+
+    def both(obj: dict[str, Any]) -> None:
+        obj["spec"]["colour"] = "green"
+        obj["status"]["phase"] = "Both"
+
+    widget = _widget(space)
+    assert await create_or_patch(counting, widget, _colour("red")) is OperationResult.CREATED
+    created = widget["metadata"]["resourceVersion"]
+    assert await create_or_patch(counting, _widget(space), _colour("red")) is (
+        OperationResult.UNCHANGED
+    )
+    widget = _widget(space)
+    assert await create_or_patch(counting, widget, phase("Ready")) is (
+        OperationResult.UPDATED_STATUS_ONLY
+    )
+    assert widget["metadata"]["resourceVersion"] != created
+    assert await create_or_patch(counting, _widget(space), both) is (OperationResult.UPDATED_STATUS)
+    assert await create_or_patch(counting, _widget(space), _colour("blue")) is (
+        OperationResult.UPDATED
+    )
+    stored = await client.get(WIDGET, "w", namespace=space)
+    assert stored["spec"]["colour"] == "blue"
+    assert stored["status"] == {"phase": "Both"}
+    assert counting.writes == [
+        "create",
+        "patch_status ['phase']",
+        "patch ['spec']",
+        "patch_status ['phase']",
+        "patch ['spec']",
+    ]
+
+
+async def test_create_or_patch_sends_only_what_changed_and_keeps_other_writers_fields(
+    client: Client, space: str
+) -> None:
+    config_map: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": space},
+    }
+    await client.create({**config_map, "data": {"theirs": "1", "ours": "a", "gone": "x"}})
+
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["data"]["ours"] = "b"
+        del obj["data"]["gone"]
+
+    assert await create_or_patch(client, dict(config_map), mutate) is OperationResult.UPDATED
+    stored = await client.get(CONFIGMAP, "c", namespace=space)
+    assert stored["data"] == {"theirs": "1", "ours": "b"}

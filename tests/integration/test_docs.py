@@ -1,0 +1,65 @@
+"""The python blocks of the docs run as written, so the docs cannot drift from the code.
+
+Each page's ```` ```python ```` blocks are executed in order as one module (a later block may use
+what an earlier one defined, as a reader following the page would), with tracebacks pointing at
+the page's own lines; the test functions a page defines are then run against testenv. A block
+that cannot run here is fenced ```` ```python no-run ```` and says so in the page.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testenv import ControlPlane
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+DOCS = Path(__file__).parents[2] / "docs"
+BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+ANY_BLOCK = re.compile(r"^```python( no-run)?\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+
+
+def python_blocks(page: Path, pattern: re.Pattern[str] = BLOCK) -> list[tuple[int, str]]:
+    """The ``python`` blocks of ``page`` with the line each starts on (0-based)."""
+    text = page.read_text()
+    group = pattern.groups
+    return [(text.count("\n", 0, m.start(group)), m.group(group)) for m in pattern.finditer(text)]
+
+
+def run_page(page: Path) -> dict[str, Any]:
+    """Execute every python block of ``page`` in one namespace; returns that namespace."""
+    blocks = python_blocks(page)
+    assert blocks, f"{page.name} has no python blocks"
+    namespace: dict[str, Any] = {"__name__": f"docs.{page.stem}"}
+    for line, source in blocks:
+        # Padding keeps line numbers in tracebacks those of the page.
+        exec(compile("\n" * line + source, str(page), "exec"), namespace)
+    return namespace
+
+
+async def test_every_python_block_of_the_docs_compiles() -> None:
+    pages = sorted(DOCS.glob("*.md"))
+    assert pages
+    for page in pages:
+        for line, source in python_blocks(page, ANY_BLOCK):
+            # no-run blocks may be bodies of async functions: allow a top-level await.
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            compile("\n" * line + source, str(page), "exec", flags=flags)
+
+
+async def test_the_tutorial_runs_as_written(host: ControlPlane, namespace: str) -> None:
+    module = run_page(DOCS / "tutorial.md")
+    assert inspect.iscoroutinefunction(module["main"])  # step 2's entry point, not run here
+    assert module["pytestmark"]
+    await module["test_pod_count_follows_pods"](host, namespace)
+
+
+async def test_the_testing_page_runs_as_written(host: ControlPlane, namespace: str) -> None:
+    module = run_page(DOCS / "testing.md")
+    await module["test_configmap"](host, namespace)

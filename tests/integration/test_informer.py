@@ -119,7 +119,11 @@ async def _create_many(client: Client, namespace: str, start: int) -> None:
 
 
 class GatedListerWatcher:
-    """A ListerWatcher whose list and watch calls wait at gates the test opens and closes."""
+    """A ListerWatcher whose list and watch calls wait at gates the test opens and closes.
+
+    A watch-list (a watch with ``send_initial_events``) syncs like a list: it waits at the lists
+    gate.
+    """
 
     def __init__(self, inner: ListerWatcher) -> None:
         self.inner = inner
@@ -143,9 +147,11 @@ class GatedListerWatcher:
         return await self.inner.list(**kwargs)
 
     def watch(self, **kwargs: Any) -> AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
+        gate = self.lists_open if kwargs.get("send_initial_events") else self.watches_open
+
         @asynccontextmanager
         async def gated() -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-            await self.watches_open.wait()
+            await gate.wait()
             async with self.inner.watch(**kwargs) as events:
                 yield events
 

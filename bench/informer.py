@@ -1,23 +1,27 @@
-"""Benchmark: initial sync of a SharedInformer over 10,000 ConfigMaps of about 2 KB, against
-kubernetes-asyncio's own list + watch into model classes, measured in the same run.
+"""Benchmark: initial sync of a SharedInformer over 10,000 ConfigMaps of about 2 KB, by list+watch
+and by WatchList, against kubernetes-asyncio's own list + watch into model classes, in one run.
 
 The parent starts one testenv control plane, creates the ConfigMaps once (``--concurrency``
 parallel creators; a plain create records managedFields for the writer) and then runs every
 contender in a subprocess of its own, given the kubeconfig path, so memory figures never mix:
 
-- ``strip``: ``SharedInformer`` with the default transform (``strip_managed_fields``);
-- ``keep``: ``SharedInformer(..., transform=None)``: objects stored with their managedFields;
+- ``watchlist``: ``SharedInformer`` as it comes: a WatchList sync (one watch with
+  sendInitialEvents streams the objects as events, ended by the initial-events-end bookmark) and
+  the default transform (``strip_managed_fields``);
+- ``strip``: the same informer made to list+watch (``KUBE_FEATURE_WatchListClient=false``);
+- ``keep``: list+watch with ``transform=None``: objects stored with their managedFields;
 - ``peer``: kubernetes-asyncio ``CoreV1Api.list_namespaced_config_map`` deserialized into
   ``V1ConfigMap`` models kept in a dict by key, then its ``Watch().stream`` from the list's
   resourceVersion, as a hand-written informer on that client would do.
 
-Every contender lists with resourceVersion "0" (the apiserver's watch cache, one response).
-Time is from the start of the list to the store being filled (after a warm-up request that opens
-the connection); memory is the RSS delta of the child from just before the list to after the sync
-(after ``gc.collect()``; the list response is freed by then), plus, in a separate child per
-contender because tracing slows Python down, the bytes tracemalloc attributes to what was
-allocated since the list began and is still alive, per cached object. Time and RSS are medians
-over ``--rounds`` children per contender, interleaved.
+The list+watch contenders list with resourceVersion "0" (the apiserver's watch cache, one
+response). Time is from the start of the list (or watch-list) to the store being filled (after a
+warm-up request that opens the connection); memory is the RSS delta of the child from just before
+the list to after the sync (after ``gc.collect()``; the list response is freed by then), plus, in a
+separate child per contender because tracing slows Python down, the bytes tracemalloc attributes
+to what was allocated since the list began and is still alive, per cached object. Time and RSS
+are medians over ``--rounds`` children per contender, interleaved. A child fails the run if its
+informer synced some other way than its variant says.
 
 Run from the repository root: ``.venv/bin/python -m bench.informer [--objects N] [--rounds R]``.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -46,11 +51,12 @@ from kubernetes_asyncio.watch import Watch
 from bench._cluster import CONFIGMAP, create_configmaps, create_namespace
 from bench._workload import NAMESPACE, rss_kib
 from reconcile import Client, ClusterConfig, SharedInformer, Unlimited, strip_managed_fields
+from reconcile.reflector import WATCH_LIST_ENV
 from testenv import Environment
 
 __all__ = ["main"]
 
-VARIANTS: Final = ("strip", "keep", "peer")
+VARIANTS: Final = ("watchlist", "strip", "keep", "peer")
 ROOT: Final = Path(__file__).resolve().parents[1]
 RESULT: Final = "RESULT "
 
@@ -104,6 +110,7 @@ async def _ours(kubeconfig: Path, traced: bool, keep: bool) -> dict[str, Any]:
             group.start_soon(informer.run)
             await informer.wait_for_sync()
             result = probe.finish(len(informer.indexer))
+            result["via"] = informer.reflector.last_sync_via
             group.cancel_scope.cancel()
         return result
 
@@ -153,6 +160,8 @@ def child(variant: str, kubeconfig: Path, traced: bool) -> None:
     if variant == "peer":
         result = anyio.run(_peer, kubeconfig, traced)
     else:
+        if variant != "watchlist":
+            os.environ[WATCH_LIST_ENV] = "false"  # read when the informer's reflector is made
         result = anyio.run(_ours, kubeconfig, traced, variant == "keep")
     print(RESULT + json.dumps(result), flush=True)
 
@@ -168,6 +177,9 @@ def _spawn(variant: str, kubeconfig: Path, traced: bool) -> dict[str, Any]:
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"child {variant} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1].removeprefix(RESULT))
+    wanted = {"watchlist": "watch-list", "peer": None}.get(variant, "list")
+    if result.get("via") != wanted:
+        raise RuntimeError(f"child {variant} synced by {result.get('via')}, not {wanted}")
     return result
 
 
@@ -194,15 +206,16 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
         return statistics.median(float(result[key]) for result in timed[variant])
 
     labels = {
-        "strip": "reconcile, strip managedFields",
-        "keep": "reconcile, transform=None",
+        "watchlist": "reconcile, WatchList (default)",
+        "strip": "reconcile, list+watch",
+        "keep": "reconcile, list+watch, transform=None",
         "peer": "peer: kubernetes-asyncio models",
     }
     objects = timed["peer"][0]["objects"]
     print(f"\ninitial sync of {objects} ConfigMaps, median of {rounds} children per contender")
-    base = statistics.median(float(r["rss_before_kib"]) for r in timed["strip"]) / 1024
+    base = statistics.median(float(r["rss_before_kib"]) for r in timed["watchlist"]) / 1024
     print(f"(each child's RSS before the list, after imports and one request: {base:.0f} MiB)")
-    header = f"{'contender':<34} {'sync s':>7} {'RSS MiB':>8} {'RSS B/obj':>10}"
+    header = f"{'contender':<38} {'sync s':>7} {'RSS MiB':>8} {'RSS B/obj':>10}"
     print(f"{header} {'peak MiB':>9} {'traced B/obj':>13}")
     for variant in VARIANTS:
         seconds = median(variant, "seconds")
@@ -211,17 +224,18 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
         per_object = rss * 1024 / objects
         traced_per_object = traced[variant]["traced_bytes"] / objects
         print(
-            f"{labels[variant]:<34} {seconds:7.2f} {rss / 1024:8.1f} {per_object:10.0f}"
+            f"{labels[variant]:<38} {seconds:7.2f} {rss / 1024:8.1f} {per_object:10.0f}"
             f" {peak / 1024:9.1f} {traced_per_object:13.0f}"
         )
-    print("\nratios ours/peer (below 1: ours is faster or smaller)")
-    for variant in ("strip", "keep"):
-        time_ratio = median(variant, "seconds") / median("peer", "seconds")
-        rss_ratio = median(variant, "rss_delta_kib") / median("peer", "rss_delta_kib")
-        traced_ratio = traced[variant]["traced_bytes"] / traced["peer"]["traced_bytes"]
+    print("\nratios (below 1: the first is faster or smaller)")
+    for variant, other in (("watchlist", "strip"), ("watchlist", "peer"), ("strip", "peer")):
+        time_ratio = median(variant, "seconds") / median(other, "seconds")
+        rss_ratio = median(variant, "rss_delta_kib") / median(other, "rss_delta_kib")
+        peak_ratio = median(variant, "peak_delta_kib") / median(other, "peak_delta_kib")
+        traced_ratio = traced[variant]["traced_bytes"] / traced[other]["traced_bytes"]
         print(
-            f"{labels[variant]:<34} time {time_ratio:5.2f}  RSS {rss_ratio:5.2f}"
-            f"  traced {traced_ratio:5.2f}"
+            f"{variant + ' / ' + other:<38} time {time_ratio:5.2f}  RSS {rss_ratio:5.2f}"
+            f"  peak {peak_ratio:5.2f}  traced {traced_ratio:5.2f}"
         )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from reconcile.errors import Gone
+from reconcile.errors import Gone, Invalid
 from reconcile.store import Obj
 
 HANG: Any = object()
@@ -29,13 +29,45 @@ def gone() -> Gone:
     return Gone({"code": 410, "reason": "Expired", "message": "too old resource version"})
 
 
-class Script:
-    """Answers list and watch calls from queues; records every call."""
+def watch_list_refused() -> Invalid:
+    """What kube-apiserver answers a watch-list with its WatchList feature gate off (1.37)."""
+    message = (
+        "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+    )
+    return Invalid(
+        {
+            "kind": "Status",
+            "code": 422,
+            "reason": "Invalid",
+            "message": f'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: {message}',
+            "details": {
+                "causes": [{"reason": "FieldValueForbidden", "field": "sendInitialEvents"}]
+            },
+        }
+    )
 
-    def __init__(self, lists: list[Any], watches: list[Any]) -> None:
-        self.lists, self.watches = lists, watches
+
+def initial_events_end(rv: str) -> dict[str, Any]:
+    """The BOOKMARK that ends a watch-list's initial events."""
+    meta = {"resourceVersion": rv, "annotations": {"k8s.io/initial-events-end": "true"}}
+    return {"type": "BOOKMARK", "object": {"kind": "ConfigMap", "metadata": meta}}
+
+
+class Script:
+    """Answers list and watch calls from queues; records every call.
+
+    Watches with ``send_initial_events`` (watch-lists) are answered from ``watch_lists`` and
+    recorded in ``watch_list_calls``; without ``watch_lists`` they are refused as a server with
+    the WatchList feature off refuses them, so scripts written for list+watch stay as they are.
+    """
+
+    def __init__(
+        self, lists: list[Any], watches: list[Any], watch_lists: list[Any] | None = None
+    ) -> None:
+        self.lists, self.watches, self.watch_lists = lists, watches, watch_lists
         self.list_calls: list[dict[str, Any]] = []
         self.watch_calls: list[dict[str, Any]] = []
+        self.watch_list_calls: list[dict[str, Any]] = []
 
     async def list(self, **kwargs: Any) -> dict[str, Any]:
         self.list_calls.append(kwargs)
@@ -48,8 +80,14 @@ class Script:
         return result
 
     def watch(self, **kwargs: Any) -> AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
-        self.watch_calls.append(kwargs)
-        script = self.watches.pop(0) if self.watches else [HANG]
+        if kwargs.get("send_initial_events"):
+            self.watch_list_calls.append(kwargs)
+            if self.watch_lists is None:
+                raise watch_list_refused()
+            script = self.watch_lists.pop(0) if self.watch_lists else [HANG]
+        else:
+            self.watch_calls.append(kwargs)
+            script = self.watches.pop(0) if self.watches else [HANG]
         if isinstance(script, Exception):
             raise script
 

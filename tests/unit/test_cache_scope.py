@@ -19,15 +19,19 @@ import pytest
 from controllers.execution.source import MANAGED_SELECTOR, managed_informer
 from reconcile import (
     GVK,
+    BuilderError,
     ByObject,
     CacheOptions,
     Cluster,
     EnqueueRequestForObject,
     Kind,
+    Manager,
+    ManagerOptions,
     Request,
     ScopeError,
     WorkQueue,
     as_partial_object_metadata,
+    controller_managed_by,
 )
 from reconcile.cacheoptions import KindScope
 from reconcile.store import Obj
@@ -38,12 +42,21 @@ ON_LOOP = pytest.mark.asyncio(loop_scope="session")
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
 NAMESPACE = GVK("", "v1", "Namespace")
+REPLICASET = GVK("apps", "v1", "ReplicaSet")
+SECRET = GVK("", "v1", "Secret")
 MANAGED = dict([MANAGED_SELECTOR.split("=")])
 
 
 def _cm(name: str, namespace: str, labels: dict[str, str] | None = None, **data: str) -> Obj:
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+def _replicaset() -> Obj:
+    labels = {"app": "web"}
+    spec = {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}}}
+    meta = {"name": "web", "namespace": "demo"}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta, "spec": spec}
 
 
 def _objects() -> list[Obj]:
@@ -252,3 +265,61 @@ def test_partial_object_metadata_keeps_the_metadata_only() -> None:
         "metadata": cm["metadata"],
     }
     assert as_partial_object_metadata(partial) == partial
+
+
+@ON_LOOP
+async def test_builder_owns_and_watches_metadata_only() -> None:
+    fake = FakeClient()
+    manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
+    seen: list[tuple[str, list[Obj]]] = []
+
+    async def reconcile(request: Request) -> None:
+        owned = await manager.client.list(CONFIGMAP, namespace="demo", metadata_only=True)
+        seen.append((request.name, owned["items"]))
+
+    (
+        controller_managed_by(manager)
+        .for_(REPLICASET)
+        .owns(CONFIGMAP, metadata_only=True)
+        .watches(SECRET, EnqueueRequestForObject(), metadata_only=True)
+        .complete(reconcile)
+    )
+    async with anyio.create_task_group() as group:
+        await group.start(manager.start)
+        owner = await fake.create(_replicaset())
+        uid = owner["metadata"]["uid"]
+        reference = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": uid}
+        reference["controller"] = True
+        child = _cm("child", "demo", payload="p")
+        child["metadata"]["ownerReferences"] = [reference]
+        await fake.create(child)
+
+        async def reconciled_with_child() -> bool:
+            return any(items and items[0]["metadata"]["name"] == "child" for _, items in seen)
+
+        await eventually(reconciled_with_child)
+        assert all("data" not in item for _, items in seen for item in items)
+        secret = {"apiVersion": "v1", "kind": "Secret", "data": {"k": "dg=="}}
+        await fake.create({**secret, "metadata": {"name": "s", "namespace": "demo"}})
+
+        async def secret_reconciled() -> bool:
+            return any(name == "s" for name, _ in seen)
+
+        await eventually(secret_reconciled)
+        views = {(s.gvk.kind, s.metadata_only) for s in manager.cache.informers()}
+        assert views == {("ReplicaSet", False), ("ConfigMap", True), ("Secret", True)}
+        (secrets,) = [i for s, i in manager.cache.informers().items() if s.gvk == SECRET]
+        assert all("data" not in obj for obj in secrets.indexer.values())
+        manager.stop()
+
+
+def test_watches_of_a_source_cannot_be_metadata_only() -> None:
+    manager = Manager(client=FakeClient(), options=ManagerOptions(metrics_bind_address="0"))
+    source = Kind(manager.cache, CONFIGMAP, EnqueueRequestForObject())
+    builder = controller_managed_by(manager).named("x").watches(source, metadata_only=True)
+
+    async def reconcile(request: Request) -> None:
+        return None
+
+    with pytest.raises(BuilderError, match="needs a kind"):
+        builder.complete(reconcile)

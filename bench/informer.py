@@ -7,6 +7,8 @@ contender in a subprocess of its own, given the kubeconfig path, so memory figur
 
 - ``strip``: ``SharedInformer`` with the default transform (``strip_managed_fields``);
 - ``keep``: ``SharedInformer(..., transform=None)``: objects stored with their managedFields;
+- ``meta``: a metadata-only ``SharedInformer`` as the cache opens for ``metadata_only=True``: the
+  apiserver sends PartialObjectMetadata (no data), stored with the cache's metadata transform;
 - ``peer``: kubernetes-asyncio ``CoreV1Api.list_namespaced_config_map`` deserialized into
   ``V1ConfigMap`` models kept in a dict by key, then its ``Watch().stream`` from the list's
   resourceVersion, as a hand-written informer on that client would do.
@@ -45,12 +47,20 @@ from kubernetes_asyncio.watch import Watch
 
 from bench._cluster import CONFIGMAP, create_configmaps, create_namespace
 from bench._workload import NAMESPACE, rss_kib
-from reconcile import Client, ClusterConfig, SharedInformer, Unlimited, strip_managed_fields
+from reconcile import (
+    CacheOptions,
+    Client,
+    ClusterConfig,
+    SharedInformer,
+    Unlimited,
+    strip_managed_fields,
+)
 from testenv import Environment
 
 __all__ = ["main"]
 
-VARIANTS: Final = ("strip", "keep", "peer")
+METADATA_VARIANT: Final = "meta"
+VARIANTS: Final = ("strip", "keep", METADATA_VARIANT, "peer")
 ROOT: Final = Path(__file__).resolve().parents[1]
 RESULT: Final = "RESULT "
 
@@ -108,6 +118,25 @@ async def _ours(kubeconfig: Path, traced: bool, keep: bool) -> dict[str, Any]:
         return result
 
 
+async def _metadata_only(kubeconfig: Path, traced: bool) -> dict[str, Any]:
+    """The metadata-only informer a Cache opens for ``get_informer(..., metadata_only=True)``."""
+    config = await ClusterConfig.from_kubeconfig(kubeconfig)
+    async with Client(config, limiter=Unlimited()) as client:
+        await client.resource_for(CONFIGMAP)  # warm-up, as for the others
+        probe = _Probe(traced)
+        informer = SharedInformer(
+            client.lister_watcher(CONFIGMAP, namespace=NAMESPACE, metadata_only=True),
+            name="configmaps metadata",
+            transform=CacheOptions().scope_of(CONFIGMAP).transform_for(metadata_only=True),
+        )
+        async with anyio.create_task_group() as group:
+            group.start_soon(informer.run)
+            await informer.wait_for_sync()
+            result = probe.finish(len(informer.indexer))
+            group.cancel_scope.cancel()
+        return result
+
+
 async def _peer(kubeconfig: Path, traced: bool) -> dict[str, Any]:
     configuration = Configuration()  # the peer loads its kubeconfig with its own loader
     await kube_config.load_kube_config(
@@ -152,6 +181,8 @@ def child(variant: str, kubeconfig: Path, traced: bool) -> None:
     """Run one contender once and print its figures as a RESULT line."""
     if variant == "peer":
         result = anyio.run(_peer, kubeconfig, traced)
+    elif variant == METADATA_VARIANT:
+        result = anyio.run(_metadata_only, kubeconfig, traced)
     else:
         result = anyio.run(_ours, kubeconfig, traced, variant == "keep")
     print(RESULT + json.dumps(result), flush=True)
@@ -196,6 +227,7 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
     labels = {
         "strip": "reconcile, strip managedFields",
         "keep": "reconcile, transform=None",
+        METADATA_VARIANT: "reconcile, metadata only",
         "peer": "peer: kubernetes-asyncio models",
     }
     objects = timed["peer"][0]["objects"]
@@ -215,7 +247,7 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
             f" {peak / 1024:9.1f} {traced_per_object:13.0f}"
         )
     print("\nratios ours/peer (below 1: ours is faster or smaller)")
-    for variant in ("strip", "keep"):
+    for variant in ("strip", "keep", METADATA_VARIANT):
         time_ratio = median(variant, "seconds") / median("peer", "seconds")
         rss_ratio = median(variant, "rss_delta_kib") / median("peer", "rss_delta_kib")
         traced_ratio = traced[variant]["traced_bytes"] / traced["peer"]["traced_bytes"]

@@ -10,6 +10,9 @@ contender in a subprocess of its own, given the kubeconfig path, so memory figur
   the default transform (``strip_managed_fields``);
 - ``strip``: the same informer made to list+watch (``KUBE_FEATURE_WatchListClient=false``);
 - ``keep``: list+watch with ``transform=None``: objects stored with their managedFields;
+- ``meta``: a metadata-only ``SharedInformer`` as the cache opens for ``metadata_only=True``: the
+  apiserver sends PartialObjectMetadata (no data), stored with the cache's metadata transform
+  (list+watch, as ``strip``);
 - ``peer``: kubernetes-asyncio ``CoreV1Api.list_namespaced_config_map`` deserialized into
   ``V1ConfigMap`` models kept in a dict by key, then its ``Watch().stream`` from the list's
   resourceVersion, as a hand-written informer on that client would do.
@@ -50,13 +53,21 @@ from kubernetes_asyncio.watch import Watch
 
 from bench._cluster import CONFIGMAP, create_configmaps, create_namespace
 from bench._workload import NAMESPACE, rss_kib
-from reconcile import Client, ClusterConfig, SharedInformer, Unlimited, strip_managed_fields
+from reconcile import (
+    CacheOptions,
+    Client,
+    ClusterConfig,
+    SharedInformer,
+    Unlimited,
+    strip_managed_fields,
+)
 from reconcile.reflector import WATCH_LIST_ENV
 from testenv import Environment
 
 __all__ = ["main"]
 
-VARIANTS: Final = ("watchlist", "strip", "keep", "peer")
+METADATA_VARIANT: Final = "meta"
+VARIANTS: Final = ("watchlist", "strip", "keep", METADATA_VARIANT, "peer")
 ROOT: Final = Path(__file__).resolve().parents[1]
 RESULT: Final = "RESULT "
 
@@ -115,6 +126,26 @@ async def _ours(kubeconfig: Path, traced: bool, keep: bool) -> dict[str, Any]:
         return result
 
 
+async def _metadata_only(kubeconfig: Path, traced: bool) -> dict[str, Any]:
+    """The metadata-only informer a Cache opens for ``get_informer(..., metadata_only=True)``."""
+    config = await ClusterConfig.from_kubeconfig(kubeconfig)
+    async with Client(config, limiter=Unlimited()) as client:
+        await client.resource_for(CONFIGMAP)  # warm-up, as for the others
+        probe = _Probe(traced)
+        informer = SharedInformer(
+            client.lister_watcher(CONFIGMAP, namespace=NAMESPACE, metadata_only=True),
+            name="configmaps metadata",
+            transform=CacheOptions().scope_of(CONFIGMAP).transform_for(metadata_only=True),
+        )
+        async with anyio.create_task_group() as group:
+            group.start_soon(informer.run)
+            await informer.wait_for_sync()
+            result = probe.finish(len(informer.indexer))
+            result["via"] = informer.reflector.last_sync_via
+            group.cancel_scope.cancel()
+        return result
+
+
 async def _peer(kubeconfig: Path, traced: bool) -> dict[str, Any]:
     configuration = Configuration()  # the peer loads its kubeconfig with its own loader
     await kube_config.load_kube_config(
@@ -162,7 +193,10 @@ def child(variant: str, kubeconfig: Path, traced: bool) -> None:
     else:
         if variant != "watchlist":
             os.environ[WATCH_LIST_ENV] = "false"  # read when the informer's reflector is made
-        result = anyio.run(_ours, kubeconfig, traced, variant == "keep")
+        if variant == METADATA_VARIANT:
+            result = anyio.run(_metadata_only, kubeconfig, traced)
+        else:
+            result = anyio.run(_ours, kubeconfig, traced, variant == "keep")
     print(RESULT + json.dumps(result), flush=True)
 
 
@@ -209,6 +243,7 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
         "watchlist": "reconcile, WatchList (default)",
         "strip": "reconcile, list+watch",
         "keep": "reconcile, list+watch, transform=None",
+        METADATA_VARIANT: "reconcile, list+watch, metadata only",
         "peer": "peer: kubernetes-asyncio models",
     }
     objects = timed["peer"][0]["objects"]
@@ -228,7 +263,8 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
             f" {peak / 1024:9.1f} {traced_per_object:13.0f}"
         )
     print("\nratios (below 1: the first is faster or smaller)")
-    for variant, other in (("watchlist", "strip"), ("watchlist", "peer"), ("strip", "peer")):
+    pairs = [("watchlist", "strip"), ("watchlist", "peer"), ("strip", "peer")]
+    for variant, other in [*pairs, (METADATA_VARIANT, "strip"), (METADATA_VARIANT, "peer")]:
         time_ratio = median(variant, "seconds") / median(other, "seconds")
         rss_ratio = median(variant, "rss_delta_kib") / median(other, "rss_delta_kib")
         peak_ratio = median(variant, "peak_delta_kib") / median(other, "peak_delta_kib")

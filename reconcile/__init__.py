@@ -21,6 +21,13 @@ from reconcile.cache import (
     InformerScope,
     ListerWatcherSource,
 )
+from reconcile.cacheoptions import (
+    ALL_NAMESPACES,
+    ByObject,
+    CacheOptions,
+    KindScope,
+    ScopeError,
+)
 from reconcile.client import (
     DEFAULT_FIELD_MANAGER,
     DEFAULT_PAGE_SIZE,
@@ -167,6 +174,8 @@ from reconcile.metricsauth import (
 )
 from reconcile.objects import (
     CONDITION_MESSAGE_LIMIT,
+    METADATA_API_VERSION,
+    PARTIAL_OBJECT_METADATA,
     TRUNCATED_MARKER,
     AlreadyOwned,
     Condition,
@@ -176,6 +185,7 @@ from reconcile.objects import (
     OwnerReference,
     add_finalizer,
     annotations_of,
+    as_partial_object_metadata,
     controller_of,
     deletion_timestamp_of,
     finalizers_of,
@@ -299,6 +309,7 @@ from reconcile.workqueue import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ALL_NAMESPACES",
     "AlreadyExists",
     "AlreadyOwned",
     "ApiError",
@@ -307,9 +318,11 @@ __all__ = [
     "BucketRateLimiter",
     "Builder",
     "BuilderError",
+    "ByObject",
     "CONDITION_MESSAGE_LIMIT",
     "Cache",
     "CacheNotStarted",
+    "CacheOptions",
     "CacheSyncError",
     "CachedClient",
     "CertificateError",
@@ -388,6 +401,7 @@ __all__ = [
     "JSON_PATCH_OPERATIONS",
     "JsonPatchError",
     "Kind",
+    "KindScope",
     "LEASE",
     "LOW_PRIORITY",
     "LeaderElectionConfig",
@@ -396,6 +410,7 @@ __all__ = [
     "LeaseClient",
     "ListerWatcher",
     "ListerWatcherSource",
+    "METADATA_API_VERSION",
     "Manager",
     "ManagerOptions",
     "MapFunc",
@@ -413,6 +428,7 @@ __all__ = [
     "ObjectWriter",
     "OperationResult",
     "OwnerReference",
+    "PARTIAL_OBJECT_METADATA",
     "PatchType",
     "Preconditions",
     "Predicate",
@@ -440,6 +456,7 @@ __all__ = [
     "RetryAfter",
     "ReviewClient",
     "Runnable",
+    "ScopeError",
     "Selector",
     "SelectorLike",
     "ServerTimeout",
@@ -469,6 +486,7 @@ __all__ = [
     "annotations_of",
     "api_error",
     "apply_json_patch",
+    "as_partial_object_metadata",
     "as_reconciler",
     "bearer_token",
     "bounded_grace",

@@ -45,6 +45,7 @@ class _Watch:
     predicates: tuple[Predicate, ...]
     cluster: str
     owned: bool = False
+    metadata_only: bool = False
 
 
 class _OwnsSource:
@@ -86,11 +87,18 @@ class Builder:
         self._for = _Watch(gvk, EnqueueRequestForObject(), predicates, cluster)
         return self
 
-    def owns(self, gvk: GVK, *predicates: Predicate, cluster: str = "") -> Builder:
-        """Also watch ``gvk`` objects and enqueue their controller owner of the for_ kind."""
+    def owns(
+        self, gvk: GVK, *predicates: Predicate, cluster: str = "", metadata_only: bool = False
+    ) -> Builder:
+        """Also watch ``gvk`` objects and enqueue their controller owner of the for_ kind.
+
+        ``metadata_only``: watch (and cache) only their metadata, as PartialObjectMetadata
+        (controller-runtime's ``builder.OnlyMetadata``); read them back with
+        ``client.get(gvk, ..., metadata_only=True)``.
+        """
         if self._for is None:
             self._errors.append(f"owns({gvk}) was called before for_(): say what owns it first")
-        self._watches.append(_Watch(gvk, None, predicates, cluster, owned=True))
+        self._watches.append(_Watch(gvk, None, predicates, cluster, True, metadata_only))
         return self
 
     def watches(
@@ -99,13 +107,16 @@ class Builder:
         handler: EventHandler | None = None,
         *predicates: Predicate,
         cluster: str = "",
+        metadata_only: bool = False,
     ) -> Builder:
-        """Also watch a kind (through ``handler``) or any Source."""
+        """Also watch a kind (through ``handler``) or any Source; ``metadata_only`` as in owns()."""
         if isinstance(target, GVK):
             if handler is None:
                 self._errors.append(f"watches({target}) needs an event handler")
-            self._watches.append(_Watch(target, handler, predicates, cluster))
+            self._watches.append(_Watch(target, handler, predicates, cluster, False, metadata_only))
         else:
+            if metadata_only:
+                self._errors.append(f"watches({target}, metadata_only=True) needs a kind")
             self._sources.append(target)
         return self
 
@@ -161,7 +172,7 @@ class Builder:
             cache = self._manager.get_cluster(watch.cluster).cache
             predicates = (*filters, *watch.predicates)
             handler = watch.handler or EnqueueRequestForObject()
-            kind = Kind(cache, watch.gvk, handler, predicates, cluster=watch.cluster)
+            kind = Kind(cache, watch.gvk, handler, predicates, watch.cluster, watch.metadata_only)
             if watch.owned and self._for is not None:
                 sources.append(_OwnsSource(self._manager, self._for.gvk, kind))
             else:

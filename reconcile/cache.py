@@ -1,7 +1,13 @@
 """Cache owns one cluster's shared informers and answers reads from them.
 
-There is one informer per (GVK, namespace, label selector, field selector) scope, shared by every
-controller that asks. The cache is safe to start by construction, removing client-go's foot-guns:
+Which objects it holds of each kind is configured up front, as controller-runtime's
+``cache.Options.ByObject`` (``reconcile.cacheoptions``): namespaces, label and field selectors and a
+transform per kind, with defaults for the rest. There is one informer per kind and configured
+namespace, and one more per kind and namespace for its metadata-only view (``metadata_only=True``:
+PartialObjectMetadata objects), shared by every controller that asks. Reads use exactly those
+informers: a read outside the scope (another namespace, a list whose label selector does not imply
+the scope's) raises ``ScopeError`` rather than opening a second, wider informer. The cache is safe
+to start by construction, removing client-go's foot-guns:
 
 - an informer requested after the cache started is started at once (never an empty lister);
 - ``wait_for_cache_sync`` waits for the cache to be started, then for every informer requested so
@@ -17,11 +23,19 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from reconcile.cacheoptions import (
+    METADATA_API_VERSION,
+    PARTIAL_OBJECT_METADATA,
+    ByObject,
+    CacheOptions,
+    KindScope,
+    ScopeError,
+)
 from reconcile.client import ListerWatcher
 from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
@@ -43,6 +57,7 @@ __all__ = [
     "CacheSyncError",
     "InformerScope",
     "ListerWatcherSource",
+    "ScopeError",
 ]
 
 DEFAULT_CACHE_SYNC_TIMEOUT: Final = 120.0
@@ -73,8 +88,9 @@ class ListerWatcherSource(Protocol):
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> ListerWatcher:
-        """The collection of ``gvk`` objects in that scope."""
+        """The collection of ``gvk`` objects in that scope (as PartialObjectMetadata if asked)."""
         ...
 
 
@@ -86,9 +102,12 @@ class InformerScope:
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
+    metadata_only: bool = False
 
     def __str__(self) -> str:
         parts = [str(self.gvk)]
+        if self.metadata_only:
+            parts.append("metadata only")
         if self.namespace:
             parts.append(f"namespace={self.namespace}")
         if self.label_selector:
@@ -103,10 +122,15 @@ class Cache:
 
     Args:
         source: makes ListerWatchers (a ``Client``).
-        namespace: restrict every informer to one namespace (default: all namespaces).
-        transform: applied to objects before they are stored (default strips managedFields).
+        namespace: shorthand for ``CacheOptions(default_namespaces=(namespace,))``.
+        transform: shorthand for ``CacheOptions(default_transform=...)`` (default strips
+            managedFields); both are ignored when ``options`` is given.
+        options: which objects to hold of each kind (see ``reconcile.cacheoptions``).
         resync_period: default resync period of handlers (default: none).
         sync_timeout: how long reads and wait_for_cache_sync wait (default 120 s).
+
+    Raises:
+        ValueError: both ``namespace`` and ``options``.
     """
 
     def __init__(
@@ -115,12 +139,19 @@ class Cache:
         *,
         namespace: str | None = None,
         transform: Transform | None = strip_managed_fields,
+        options: CacheOptions | None = None,
         resync_period: float | None = None,
         sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
     ) -> None:
+        if options is None:
+            namespaces = (namespace,) if namespace else None
+            options = CacheOptions(default_namespaces=namespaces, default_transform=transform)
+        elif namespace is not None:
+            raise ValueError("give the cache's namespace in options.default_namespaces")
         self._source = source
-        self._namespace = namespace
-        self._transform = transform
+        self._options = options
+        self._by_object: dict[GVK, ByObject] = dict(options.by_object)
+        self._scopes: dict[GVK, KindScope] = {}
         self._resync_period = resync_period
         self.sync_timeout = sync_timeout
         self._informers: dict[InformerScope, SharedInformer] = {}
@@ -131,38 +162,101 @@ class Cache:
         """Lists with a selector that no index could serve, by kind (each examined every object
         of its namespace or kind); exported as ``reconcile_cache_list_scans_total``."""
 
+    # --- scope ---------------------------------------------------------------------------------
+
+    def configure(self, gvk: GVK, scope: ByObject) -> None:
+        """Scope ``gvk`` as ``options.by_object[gvk] = scope`` would have, before its first
+        informer: for controllers that declare what they watch when they are set up.
+
+        The same scope again does nothing, so controllers sharing a watch may each declare it.
+
+        Raises:
+            ValueError: ``gvk`` has another scope already, or informers (it was read or
+                watched before being scoped).
+        """
+        known = self._by_object.get(gvk)
+        if known == scope:
+            return
+        if known is not None:
+            raise ValueError(f"{gvk.kind} is scoped already as {known}, not {scope}")
+        if any(key.gvk == gvk for key in self._informers):
+            raise ValueError(
+                f"{gvk.kind} was read or watched before being scoped: configure it first"
+            )
+        self._by_object[gvk] = scope
+        self._scopes.pop(gvk, None)
+
+    def scope_of(self, gvk: GVK) -> KindScope:
+        """Which objects of ``gvk`` the cache holds (its ByObject over the defaults)."""
+        scope = self._scopes.get(gvk)
+        if scope is None:
+            options = CacheOptions(
+                by_object={gvk: self._by_object[gvk]} if gvk in self._by_object else {},
+                default_namespaces=self._options.default_namespaces,
+                default_label_selector=self._options.default_label_selector,
+                default_field_selector=self._options.default_field_selector,
+                default_transform=self._options.default_transform,
+            )
+            scope = self._scopes[gvk] = options.scope_of(gvk)
+        return scope
+
     # --- informers -----------------------------------------------------------------------------
 
     def get_informer(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
+        self, gvk: GVK, *, namespace: str | None = None, metadata_only: bool = False
     ) -> SharedInformer:
-        """The shared informer for a scope; created on first request, started at once if running."""
-        scope = InformerScope(gvk, namespace or self._namespace, label_selector, field_selector)
-        informer = self._informers.get(scope)
+        """The shared informer of ``gvk`` in its configured scope; created on first request,
+        started at once if running. ``namespace`` picks one of a multi-namespace scope.
+
+        Raises:
+            ScopeError: ``namespace`` is outside the scope, or none was named and the kind is
+                cached in several namespaces (``get_informers`` returns them all).
+        """
+        scope = self.scope_of(gvk)
+        scope.check_namespace("get informer", namespace)
+        namespaces = scope.informer_namespaces(namespace)
+        if len(namespaces) > 1:
+            raise ScopeError(
+                f"{gvk.kind} is cached in namespaces {', '.join(map(str, namespaces))}: name one, "
+                "or use get_informers"
+            )
+        return self._informer(scope, namespaces[0], metadata_only)
+
+    def get_informers(
+        self, gvk: GVK, *, metadata_only: bool = False
+    ) -> builtins.list[SharedInformer]:
+        """Every informer of ``gvk``'s configured scope: one per namespace, or one."""
+        scope = self.scope_of(gvk)
+        return [self._informer(scope, ns, metadata_only) for ns in scope.informer_namespaces(None)]
+
+    def _informer(
+        self, scope: KindScope, namespace: str | None, metadata_only: bool
+    ) -> SharedInformer:
+        key = InformerScope(
+            scope.gvk, namespace, scope.label_selector, scope.field_selector, metadata_only
+        )
+        informer = self._informers.get(key)
         if informer is None:
-            informer = self._new_informer(scope)
-            self._informers[scope] = informer
+            informer = self._new_informer(key, scope)
+            self._informers[key] = informer
             if self._group is not None:
-                self._group.start_soon(informer.run, name=f"informer {scope}")
+                self._group.start_soon(informer.run, name=f"informer {key}")
         return informer
 
-    def _new_informer(self, scope: InformerScope) -> SharedInformer:
+    def _new_informer(self, key: InformerScope, scope: KindScope) -> SharedInformer:
+        view: dict[str, Any] = {"metadata_only": True} if key.metadata_only else {}
         lister_watcher = self._source.lister_watcher(
-            scope.gvk,
-            namespace=scope.namespace,
-            label_selector=scope.label_selector,
-            field_selector=scope.field_selector,
+            key.gvk,
+            namespace=key.namespace,
+            label_selector=key.label_selector,
+            field_selector=key.field_selector,
+            **view,
         )
         return SharedInformer(
             lister_watcher,
-            name=str(scope),
-            indexers=self._indexers.get(scope.gvk),
-            transform=self._transform,
+            name=str(key),
+            indexers=self._indexers.get(key.gvk),
+            transform=scope.transform_for(key.metadata_only),
             resync_period=self._resync_period,
         )
 
@@ -252,13 +346,18 @@ class Cache:
 
     # --- reading ---------------------------------------------------------------------------------
 
-    async def _synced_informer(self, gvk: GVK) -> SharedInformer:
+    async def _synced_informers(
+        self, scope: KindScope, namespace: str | None, metadata_only: bool
+    ) -> builtins.list[SharedInformer]:
         if not self.started:
-            raise CacheNotStarted(f"cache read of {gvk} before the cache was started")
-        # Reads share one informer per kind across namespaces, like controller-runtime's cache.
-        informer = self.get_informer(gvk)
-        await self.wait_for_informer(informer)
-        return informer
+            raise CacheNotStarted(f"cache read of {scope.gvk} before the cache was started")
+        # Reads use the kind's configured informers, never one of their own.
+        informers = [
+            self._informer(scope, ns, metadata_only) for ns in scope.informer_namespaces(namespace)
+        ]
+        for informer in informers:
+            await self.wait_for_informer(informer)
+        return informers
 
     async def wait_for_informer(
         self, informer: SharedInformer, timeout: float | None = None
@@ -282,21 +381,27 @@ class Cache:
             informer.last_error,
         )
 
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Obj:
-        """The cached object (the caller's own copy).
+    async def get(
+        self, gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
+    ) -> Obj:
+        """The cached object (the caller's own copy); its PartialObjectMetadata from the
+        metadata-only informer with ``metadata_only``.
 
         Raises:
-            NotFound: not in the cache.
+            NotFound: not in the cache (nor, then, in its scope's selection).
+            ScopeError: ``namespace`` is not one the cache holds ``gvk`` in.
             CacheNotStarted, CacheSyncError: as described on the class.
         """
-        informer = await self._synced_informer(gvk)
+        scope = self.scope_of(gvk)
+        scope.check_namespace("get", namespace, name)
         key = f"{namespace}/{name}" if namespace else name
-        obj = informer.indexer.get(key)
-        if obj is None:
-            raise NotFound(
-                {"code": 404, "reason": "NotFound", "message": f"{gvk.kind} {key!r} not found"}
-            )
-        return obj
+        for informer in await self._synced_informers(scope, namespace, metadata_only):
+            obj = informer.indexer.get(key)
+            if obj is not None:
+                return obj
+        raise NotFound(
+            {"code": 404, "reason": "NotFound", "message": f"{gvk.kind} {key!r} not found"}
+        )
 
     async def list(
         self,
@@ -306,6 +411,7 @@ class Cache:
         label_selector: str | None = None,
         field_selector: str | None = None,
         index: tuple[str, str] | None = None,
+        metadata_only: bool = False,
         **_paging: object,
     ) -> Obj:
         """A List object of cached objects, like the apiserver's (``items``, resourceVersion).
@@ -315,22 +421,39 @@ class Cache:
         ``<field>=<value>`` indexed with ``index_field(gvk, "field:<field>", func)`` (as in
         controller-runtime); ``index=(name, value)`` queries any registered index. Paging
         arguments (limit, continue) are accepted and ignored: the whole answer is in memory.
+        With ``metadata_only``, a PartialObjectMetadataList from the metadata-only informers.
 
         Raises:
+            ScopeError: the list reaches outside the kind's scope: a namespace it is not
+                cached in, a label selector that does not imply the scope's, a field selector
+                without the scope's clauses.
             ValueError: an invalid selector, or a field selector without its index.
             CacheNotStarted, CacheSyncError: as described on the class.
         """
         selector = parse_selector(label_selector)
-        informer = await self._synced_informer(gvk)
-        labelled = _label_keys(informer.indexer, selector)
-        found, narrowed = self._candidates(informer, namespace, field_selector, index, labelled)
-        if (selector or field_selector) and labelled is None and not narrowed:
-            self.scans[gvk] = self.scans.get(gvk, 0) + 1
-        items = [o for o in found if selector.matches_object(o)]
+        scope = self.scope_of(gvk)
+        scope.check_namespace("list", namespace)
+        scope.check_list(label_selector, field_selector)
+        fields = _without_clauses(field_selector, scope.field_selector)  # the informer's own
+        informers = await self._synced_informers(scope, namespace, metadata_only)
+        items: builtins.list[Obj] = []
+        for informer in informers:
+            labelled = _label_keys(informer.indexer, selector)
+            found, narrowed = self._candidates(informer, namespace, fields, index, labelled)
+            if (selector or fields) and labelled is None and not narrowed:
+                self.scans[gvk] = self.scans.get(gvk, 0) + 1
+            items += [o for o in found if selector.matches_object(o)]
+        if len(informers) > 1:  # a cluster-scoped kind is in every namespace's informer
+            items = builtins.list({object_key(o): o for o in items}.values())
+        api_version, kind = (
+            (METADATA_API_VERSION, PARTIAL_OBJECT_METADATA)
+            if metadata_only
+            else (gvk.api_version, gvk.kind)
+        )
         return {
-            "apiVersion": gvk.api_version,
-            "kind": f"{gvk.kind}List",
-            "metadata": {"resourceVersion": informer.reflector.last_sync_resource_version},
+            "apiVersion": api_version,
+            "kind": f"{kind}List",
+            "metadata": {"resourceVersion": informers[0].reflector.last_sync_resource_version},
             "items": items,
         }
 
@@ -388,6 +511,19 @@ def _label_keys(indexer: Indexer, selector: Selector) -> set[str] | None:
 def _only_keys(objects: builtins.list[Obj], keys: builtins.list[str]) -> builtins.list[Obj]:
     wanted = set(keys)
     return [o for o in objects if object_key(o) in wanted]
+
+
+def _without_clauses(selector: str | None, held: str | None) -> str | None:
+    """``selector`` less the clauses of ``held`` (which every cached object meets already)."""
+    if not held:
+        return selector
+
+    def normal(clause: str) -> str:
+        return "".join(clause.replace("==", "=").split())
+
+    drop = {normal(c) for c in held.split(",")}
+    kept = [c for c in (selector or "").split(",") if c and normal(c) not in drop]
+    return ",".join(kept) or None
 
 
 def _field_clauses(selector: str | None) -> builtins.list[tuple[str, str]]:

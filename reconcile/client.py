@@ -39,6 +39,11 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from reconcile.config import ClusterConfig
 from reconcile.errors import Gone, api_error
 from reconcile.gvk import GVK, Resource
+from reconcile.objects import (
+    METADATA_API_VERSION,
+    PARTIAL_OBJECT_METADATA,
+    as_partial_object_metadata,
+)
 from reconcile.options import (
     PatchType,
     Preconditions,
@@ -85,6 +90,13 @@ DEFAULT_PAGE_SIZE: Final = 500
 """Objects per page in ``list_all`` (client-go's pager default)."""
 
 JSON: Final = "application/json"
+_AS_METADATA: Final = ";g=meta.k8s.io;v=v1"
+METADATA_ACCEPT: Final = f"{JSON};as=PartialObjectMetadata{_AS_METADATA},{JSON}"
+"""Accept of a metadata-only watch: events of PartialObjectMetadata, or whole objects from a server
+that cannot (some aggregated APIs), which callers reduce themselves."""
+METADATA_LIST_KIND: Final = f"{PARTIAL_OBJECT_METADATA}List"
+METADATA_LIST_ACCEPT: Final = f"{JSON};as=PartialObjectMetadataList{_AS_METADATA},{JSON}"
+"""Accept of a metadata-only list: a PartialObjectMetadataList."""
 
 
 def _user_agent() -> str:
@@ -201,6 +213,19 @@ def _fill_items(listing: dict[str, Any], gvk: GVK) -> dict[str, Any]:
     return listing
 
 
+def _metadata_items(listing: dict[str, Any]) -> dict[str, Any]:
+    items = listing.get("items") or []
+    if listing.get("kind") == METADATA_LIST_KIND:
+        for item in items:  # metadata already: typed in place, no copies of 10,000 dicts
+            item.setdefault("apiVersion", METADATA_API_VERSION)
+            item.setdefault("kind", PARTIAL_OBJECT_METADATA)
+        return listing
+    # A server that could not answer as PartialObjectMetadataList sent the whole objects.
+    listing["items"] = [as_partial_object_metadata(item) for item in items]
+    listing["apiVersion"], listing["kind"] = METADATA_API_VERSION, METADATA_LIST_KIND
+    return listing
+
+
 def _limiter(qps: float | None, burst: int | None) -> RequestLimiter:
     if qps is None and burst is None:
         return Unlimited()
@@ -289,12 +314,13 @@ class Client:
         data: bytes | None,
         content_type: str,
         timeout: aiohttp.ClientTimeout,
+        accept: str = JSON,
     ) -> aiohttp.ClientResponse:
         """Send one request once the limiter allows; the caller must release the response."""
         if method != "GET" and self.write_guard is not None:
             self.write_guard(method, path)
         await self.limiter.acquire()
-        headers = {"Accept": JSON, "User-Agent": USER_AGENT}
+        headers = {"Accept": accept, "User-Agent": USER_AGENT}
         if data is not None:
             headers["Content-Type"] = content_type
         return await self._transport.request(
@@ -316,6 +342,7 @@ class Client:
         query: Sequence[tuple[str, str]] = (),
         body: Any = None,
         content_type: str = JSON,
+        accept: str = JSON,
     ) -> Any:
         """One request with a JSON answer, retried after 429.
 
@@ -326,7 +353,7 @@ class Client:
         timeout = aiohttp.ClientTimeout(total=self.request_timeout)
 
         async def attempt() -> Any:
-            response = await self._open(method, path, query, data, content_type, timeout)
+            response = await self._open(method, path, query, data, content_type, timeout, accept)
             try:
                 raw = await response.read()
             except BaseException:
@@ -416,8 +443,10 @@ class Client:
         continue_: str | None = None,
         resource_version: str | None = None,
         resource_version_match: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
-        """One List object of kind ``gvk`` (all namespaces when ``namespace`` is None).
+        """One List object of kind ``gvk`` (all namespaces when ``namespace`` is None); with
+        ``metadata_only`` a PartialObjectMetadataList (items: metadata only, ``meta.k8s.io/v1``).
 
         With ``limit``, a page: pass ``metadata.continue`` back as ``continue_`` for the next one.
         ``resource_version``/``resource_version_match`` choose consistency as in the API ("0"
@@ -436,9 +465,11 @@ class Client:
             resourceVersionMatch=resource_version_match,
             **{"continue": continue_ or None},
         )
-        listing: dict[str, Any] = await self._call(
-            "GET", await self._path(gvk, namespace), query=query
-        )
+        path = await self._path(gvk, namespace)
+        if metadata_only:
+            listing = await self._call("GET", path, query=query, accept=METADATA_LIST_ACCEPT)
+            return _metadata_items(listing)
+        listing = await self._call("GET", path, query=query)
         return _fill_items(listing, gvk)
 
     async def list_all(
@@ -893,10 +924,13 @@ class Client:
         timeout_seconds: int = 300,
         allow_watch_bookmarks: bool = True,
         send_initial_events: bool = False,
+        metadata_only: bool = False,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
         """Watch changes of kind ``gvk`` from ``resource_version``: ``async with`` it to get an
         iterator of raw events that ends when the server closes the stream after
         ``timeout_seconds``. Leaving the block (or cancellation) closes the response.
+        ``metadata_only`` asks for events of PartialObjectMetadata (a server that cannot sends
+        whole objects: reduce them with ``as_partial_object_metadata``).
 
         ``send_initial_events`` asks for the current state as ADDED events first, ending with a
         BOOKMARK annotated ``k8s.io/initial-events-end`` (WatchList; implies NotOlderThan).
@@ -916,7 +950,8 @@ class Client:
             sendInitialEvents=send_initial_events,
             resourceVersionMatch="NotOlderThan" if send_initial_events else None,
         )
-        return self._stream(gvk, namespace, query, timeout_seconds)
+        accept = METADATA_ACCEPT if metadata_only else JSON
+        return self._stream(gvk, namespace, query, timeout_seconds, accept)
 
     @contextlib.asynccontextmanager
     async def _stream(
@@ -925,6 +960,7 @@ class Client:
         namespace: str | None,
         query: Sequence[tuple[str, str]],
         timeout_seconds: int,
+        accept: str = JSON,
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         path = await self._path(gvk, namespace)
         timeout = aiohttp.ClientTimeout(
@@ -934,7 +970,7 @@ class Client:
         )
 
         async def attempt() -> aiohttp.ClientResponse:
-            response = await self._open("GET", path, query, None, JSON, timeout)
+            response = await self._open("GET", path, query, None, JSON, timeout, accept)
             if response.status >= 300:
                 try:
                     raw = await response.read()
@@ -957,12 +993,16 @@ class Client:
         namespace: str | None = None,
         label_selector: SelectorLike = None,
         field_selector: SelectorLike = None,
+        metadata_only: bool = False,
     ) -> ListerWatcher:
-        """The collection of ``gvk`` (optionally one namespace, selectors) for a reflector.
+        """The collection of ``gvk`` (optionally one namespace, selectors) for a reflector;
+        with ``metadata_only`` listed and watched as PartialObjectMetadata.
 
         The kind is mapped lazily, on the first list or watch, so building it never fails.
         """
-        return _ClientListerWatcher(self, gvk, namespace, label_selector, field_selector)
+        return _ClientListerWatcher(
+            self, gvk, namespace, label_selector, field_selector, metadata_only
+        )
 
 
 class _ClientListerWatcher:
@@ -975,12 +1015,15 @@ class _ClientListerWatcher:
         namespace: str | None,
         label_selector: SelectorLike,
         field_selector: SelectorLike,
+        metadata_only: bool = False,
     ) -> None:
         self._client = client
         self.gvk = gvk
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
+        # Passed only when set: a client double without metadata support still lists whole.
+        self._view: dict[str, bool] = {"metadata_only": True} if metadata_only else {}
 
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""
@@ -1003,6 +1046,7 @@ class _ClientListerWatcher:
             continue_=continue_,
             resource_version=resource_version,
             resource_version_match=resource_version_match,
+            **self._view,
         )
 
     def watch(
@@ -1022,4 +1066,5 @@ class _ClientListerWatcher:
             timeout_seconds=timeout_seconds,
             allow_watch_bookmarks=allow_watch_bookmarks,
             send_initial_events=send_initial_events,
+            **self._view,
         )

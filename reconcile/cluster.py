@@ -16,6 +16,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT, Cache
+from reconcile.cacheoptions import CacheOptions
 from reconcile.client import Client, SelectorLike
 from reconcile.config import ClusterConfig
 from reconcile.gvk import GVK, Resource
@@ -27,9 +28,11 @@ __all__ = ["CachedClient", "Cluster"]
 class CachedClient:
     """A client whose get and list read the informer cache; everything else goes to ``live``.
 
-    Reading a kind for the first time starts a cluster-wide informer for it and waits for its sync.
-    Reads return copies, so changing a result and writing it back is safe. Writes, subresource
-    reads, watches and discovery are the live client's (a real ``Client`` or testenv's fake).
+    Reading a kind for the first time starts its informers, in the scope the cache has for it
+    (cluster-wide unless configured, see ``reconcile.cacheoptions``), and waits for their sync; a
+    read outside that scope raises ``ScopeError``. Reads return copies, so changing a result and
+    writing it back is safe. Writes, subresource reads, watches and discovery are the live
+    client's (a real ``Client`` or testenv's fake).
     """
 
     def __init__(self, live: Client, cache: Cache) -> None:
@@ -44,14 +47,17 @@ class CachedClient:
         """The live client's field manager."""
         return self.live.field_manager
 
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        """The object from the cache.
+    async def get(
+        self, gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
+    ) -> dict[str, Any]:
+        """The object from the cache (its PartialObjectMetadata with ``metadata_only``).
 
         Raises:
             NotFound: not in the cache.
+            ScopeError: a namespace the cache does not hold ``gvk`` in.
             CacheNotStarted, CacheSyncError: see reconcile.cache.
         """
-        return await self.cache.get(gvk, name, namespace=namespace)
+        return await self.cache.get(gvk, name, namespace=namespace, metadata_only=metadata_only)
 
     async def list(
         self,
@@ -60,11 +66,14 @@ class CachedClient:
         namespace: str | None = None,
         label_selector: SelectorLike = None,
         field_selector: SelectorLike = None,
+        metadata_only: bool = False,
         **_paging: Any,
     ) -> dict[str, Any]:
-        """A List object from the cache (paging and version arguments are ignored).
+        """A List object from the cache (paging and version arguments are ignored); a
+        PartialObjectMetadataList with ``metadata_only``.
 
         Raises:
+            ScopeError: the list reaches outside the cache's scope for ``gvk``.
             ValueError: a selector the cache cannot evaluate (see Cache.list).
             CacheNotStarted, CacheSyncError: see reconcile.cache.
         """
@@ -73,6 +82,7 @@ class CachedClient:
             namespace=namespace,
             label_selector=_as_text(label_selector),
             field_selector=_as_text(field_selector),
+            metadata_only=metadata_only,
         )
 
     async def list_all(self, gvk: GVK, **selectors: Any) -> builtins.list[dict[str, Any]]:
@@ -142,6 +152,8 @@ class Cluster:
         client: use this client instead of one made from ``config`` (e.g. testenv's FakeClient).
         namespace: restrict the cache to one namespace (default: all).
         transform: applied to cached objects (default drops managedFields).
+        cache_options: what the cache holds of each kind, instead of ``namespace`` and
+            ``transform`` (see ``reconcile.cacheoptions``).
         sync_timeout: how long cache reads wait for an informer's first list. Defaults to 120 s.
         client_options: passed to both clients (field_manager, qps, burst, ...).
     """
@@ -154,6 +166,7 @@ class Cluster:
         client: Client | None = None,
         namespace: str | None = None,
         transform: Transform | None = strip_managed_fields,
+        cache_options: CacheOptions | None = None,
         sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
         **client_options: Any,
     ) -> None:
@@ -164,7 +177,11 @@ class Cluster:
         self.name = name
         self.api_reader = client
         self.cache = Cache(
-            self.api_reader, namespace=namespace, transform=transform, sync_timeout=sync_timeout
+            self.api_reader,
+            namespace=namespace,
+            transform=transform,
+            options=cache_options,
+            sync_timeout=sync_timeout,
         )
         self.client = CachedClient(self.api_reader, self.cache)
 

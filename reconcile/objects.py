@@ -17,6 +17,9 @@ from typing import Any, Final, Literal, TypedDict, cast
 from reconcile.gvk import GVK
 
 __all__ = [
+    "METADATA_API_VERSION",
+    "PARTIAL_OBJECT_METADATA",
+    "as_partial_object_metadata",
     "CONDITION_MESSAGE_LIMIT",
     "TRUNCATED_MARKER",
     "AlreadyOwned",
@@ -390,3 +393,22 @@ def remove_condition(obj: MutableMapping[str, Any], type_: str) -> bool:
         return False
     obj["status"]["conditions"] = kept
     return True
+
+
+METADATA_API_VERSION: Final = "meta.k8s.io/v1"
+PARTIAL_OBJECT_METADATA: Final = "PartialObjectMetadata"
+"""The kind of an object's metadata-only form (apimachinery's ``metav1.PartialObjectMetadata``)."""
+
+
+def as_partial_object_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The PartialObjectMetadata of an object: its metadata only, typed ``meta.k8s.io/v1``.
+
+    An object in that form already is returned as it is.
+    """
+    if obj.get("kind") == PARTIAL_OBJECT_METADATA and obj.get("apiVersion") == METADATA_API_VERSION:
+        return dict(obj)
+    return {
+        "apiVersion": METADATA_API_VERSION,
+        "kind": PARTIAL_OBJECT_METADATA,
+        "metadata": obj.get("metadata") or {},
+    }

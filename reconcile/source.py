@@ -86,6 +86,8 @@ class Kind:
         handler: maps events to requests.
         predicates: all must pass for an event to reach the handler.
         cluster: the cluster name put into events (and so into Requests).
+        metadata_only: watch the kind's metadata-only informer: events carry
+            PartialObjectMetadata objects (metadata only), and the cache holds no more.
     """
 
     cache: Cache
@@ -93,14 +95,17 @@ class Kind:
     handler: EventHandler
     predicates: tuple[Predicate, ...] = ()
     cluster: str = ""
-    _informer: SharedInformer | None = field(default=None, init=False, repr=False)
+    metadata_only: bool = False
+    _informers: list[SharedInformer] = field(default_factory=list, init=False, repr=False)
     _registration: HandlerRegistration | None = field(default=None, init=False, repr=False)
 
     async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
-        """Register on the shared informer (creating and starting it if needed)."""
-        self._informer = self.cache.get_informer(self.gvk)
+        """Register on the kind's shared informers in its configured scope (one per cached
+        namespace, or one), creating and starting them if needed."""
+        self._informers = self.cache.get_informers(self.gvk, metadata_only=self.metadata_only)
         adapter = _InformerAdapter(_Dispatch(self.handler, self.predicates, queue), self.cluster)
-        self._registration = self._informer.add_event_handler(adapter)
+        for informer in self._informers:
+            self._registration = informer.add_event_handler(adapter)
 
     async def wait_for_sync(self, timeout: float) -> None:
         """Wait for the informer's initial list to reach this source's handler.
@@ -109,12 +114,16 @@ class Kind:
             CacheSyncError: the informer cannot sync (403, unknown kind) or ``timeout`` passed.
             RuntimeError: start() was not called.
         """
-        if self._informer is None or self._registration is None:
+        if not self._informers or self._registration is None:
             raise RuntimeError(f"source for {self.gvk} was not started")
-        await self.cache.wait_for_informer(self._informer, timeout)
+        deadline = anyio.current_time() + timeout  # one deadline for all, as for one informer
+        for informer in self._informers:
+            left = max(0.0, deadline - anyio.current_time())
+            await self.cache.wait_for_informer(informer, left)
 
     def __str__(self) -> str:
-        return f"kind source: {self.gvk}"
+        view = " (metadata only)" if self.metadata_only else ""
+        return f"kind source: {self.gvk}{view}"
 
 
 @dataclass

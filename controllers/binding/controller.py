@@ -282,7 +282,8 @@ class BindingController:
         resource = binding_spec(binding).get("resource") or {}
         gvk = GVK.from_api_version(resource.get("apiVersion", ""), resource.get("kind", ""))
         name, namespace = resource.get("name", ""), resource.get("namespace") or None
-        watched = any(scope.gvk == gvk for scope in self.client.cache.informers())
+        # A full informer only: reading a metadata-only kind would open a cluster-wide full one.
+        watched = any(s.gvk == gvk and not s.metadata_only for s in self.client.cache.informers())
         try:
             if watched:
                 template = await self.client.get(gvk, name, namespace=namespace)

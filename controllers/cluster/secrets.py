@@ -2,9 +2,12 @@
 
 The cluster and cluster-status controllers watch it, so a Cluster refused for its Secret (missing,
 no token, not UTF-8, ...) is looked at again as soon as the Secret is created or fixed, and a
-rotated token reconnects at once, with no retry timer. Its informer is scoped to the one cluster
-namespace: the controller-manager needs ``list`` and ``watch`` on Secrets only there (a Role, not
-a ClusterRole), and holds no other Secret in memory. A Secret event enqueues every Cluster whose
+rotated token reconnects at once, with no retry timer. Secrets are scoped in the host cache to the
+one cluster namespace (``Cache.configure``): the controller-manager needs ``list`` and ``watch`` on
+Secrets only there (a Role, not a ClusterRole), and a cached read elsewhere is refused rather than
+opening a cluster-wide informer. The informer is metadata-only: an event needs only the Secret's
+name, and the member registry reads the token live, so no Secret data is ever held in memory.
+A Secret event enqueues every Cluster whose
 ``secretRef`` or ``impersonatorSecretRef`` names it, found through an index of the host's Cluster
 informer. Like ``reconcile.Kind``, ``start`` never blocks and initial-list events get low priority.
 """
@@ -22,6 +25,7 @@ from reconcile import (
     DEFAULT_PRIORITY,
     GVK,
     LOW_PRIORITY,
+    ByObject,
     Cache,
     HandlerRegistration,
     Indexer,
@@ -93,7 +97,8 @@ class ClusterSecrets:
         clusters = self.cache.get_informer(CLUSTER_GVK).indexer
         # Both cluster controllers register it: the same function twice is one index.
         self.cache.index_field(CLUSTER_GVK, SECRET_REFERENCE_INDEX, secret_references)
-        self._informer = self.cache.get_informer(SECRET, namespace=self.namespace)
+        self.cache.configure(SECRET, ByObject(namespaces=(self.namespace,)))
+        self._informer = self.cache.get_informer(SECRET, metadata_only=True)
         self._registration = self._informer.add_event_handler(_Enqueue(queue, clusters))
 
     async def wait_for_sync(self, timeout: float) -> None:

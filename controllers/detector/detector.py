@@ -197,7 +197,8 @@ class Detector:
     def reinterpret(self, kinds: KindFilter) -> None:
         """Queue every claimed template of ``kinds`` (an interpreter change concerns them)."""
         for scope, informer in self.cache.informers().items():
-            if self.discovery.resource(scope.gvk) is None or not kinds(scope.gvk):
+            gvk = scope.gvk
+            if scope.metadata_only or self.discovery.resource(gvk) is None or not kinds(gvk):
                 continue
             for template in informer.indexer.values():
                 if claim_of(template) is not None:

@@ -1,13 +1,14 @@
 """ManagedObjects is a Source of the member objects Karmada manages, of one kind in one member.
 
 It watches through a label-scoped informer (``karmada.io/managed=true``) of the member's cache, so
-a member's other objects of that kind are never listed nor held in memory, and maps every event
+a member's other objects of that kind are never listed nor held in memory: the kind is scoped so
+in the member cache (``Cache.configure``), and reads through the member's cached client use that
+informer too (a list must then select the managed label). It maps every event
 back to the Work that owns the object, named by its ``work.karmada.io/namespace`` and
 ``work.karmada.io/name`` annotations. An object that claims a Work of another member's execution
 namespace is ignored: a member can only report on its own Works.
 
-``reconcile.Kind`` asks its cache for the kind's unscoped informer; this source differs only in the
-informer scope, and otherwise follows Kind: ``start`` registers a handler and never blocks,
+It follows ``reconcile.Kind``, with its own handler: ``start`` registers a handler and never blocks,
 ``wait_for_sync`` waits for the informer's initial list, initial-list events get low priority.
 """
 
@@ -29,6 +30,7 @@ from reconcile import (
     DEFAULT_PRIORITY,
     GVK,
     LOW_PRIORITY,
+    ByObject,
     Cache,
     HandlerRegistration,
     Obj,
@@ -38,15 +40,30 @@ from reconcile import (
     annotations_of,
 )
 
-__all__ = ["MANAGED_SELECTOR", "ManagedObjects", "managed_informer", "work_request"]
+__all__ = [
+    "MANAGED_SCOPE",
+    "MANAGED_SELECTOR",
+    "ManagedObjects",
+    "managed_informer",
+    "work_request",
+]
 
 MANAGED_SELECTOR: Final = f"{MANAGED_LABEL}={MANAGED_LABEL_VALUE}"
 """The label selector of every member informer the execution controller opens."""
 
 
+MANAGED_SCOPE: Final = ByObject(label_selector=MANAGED_SELECTOR)
+"""How a member cache holds every kind the execution controller applies: managed objects only."""
+
+
 def managed_informer(cache: Cache, gvk: GVK) -> SharedInformer:
-    """The member cache's shared informer for the managed objects of ``gvk`` (started if new)."""
-    return cache.get_informer(gvk, label_selector=MANAGED_SELECTOR)
+    """The member cache's shared informer for the managed objects of ``gvk`` (started if new).
+
+    The kind is scoped to ``MANAGED_SCOPE`` first, so that every read of it through the member's
+    cache, the cached client's included, uses this informer and never opens a cluster-wide one.
+    """
+    cache.configure(gvk, MANAGED_SCOPE)
+    return cache.get_informer(gvk)
 
 
 def work_request(obj: Obj, cluster: str) -> Request | None:

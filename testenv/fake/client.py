@@ -27,6 +27,11 @@ from reconcile.client import (
 )
 from reconcile.config import ClusterConfig
 from reconcile.gvk import GVK, Resource
+from reconcile.objects import (
+    METADATA_API_VERSION,
+    PARTIAL_OBJECT_METADATA,
+    as_partial_object_metadata,
+)
 from reconcile.options import object_identity, split_target
 from reconcile.ratelimit import RetryAfter, Unlimited
 from reconcile.restmapper import RESTMapper
@@ -216,8 +221,10 @@ class FakeClient(Client):
         continue_: str | None = None,
         resource_version: str | None = None,
         resource_version_match: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         """One List object, ordered by namespace and name; items carry apiVersion and kind.
+        With ``metadata_only``, a PartialObjectMetadataList, as the apiserver answers.
 
         Field selectors: metadata.name, metadata.namespace and the kind's field labels, with
         ``=``, ``==`` and ``!=``. Pages (``limit``/``continue_``) are one consistent snapshot;
@@ -239,6 +246,13 @@ class FakeClient(Client):
             token=continue_,
             limit=limit,
         )
+        if metadata_only:
+            return {
+                "apiVersion": METADATA_API_VERSION,
+                "kind": f"{PARTIAL_OBJECT_METADATA}List",
+                "metadata": meta,
+                "items": [as_partial_object_metadata(served(obj, gvk)) for obj in items],
+            }
         return {
             "apiVersion": gvk.api_version,
             "kind": f"{gvk.kind}List",
@@ -657,10 +671,11 @@ class FakeClient(Client):
         timeout_seconds: int = 300,
         allow_watch_bookmarks: bool = True,
         send_initial_events: bool = False,
+        metadata_only: bool = False,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
         """Watch changes of kind ``gvk`` after ``resource_version``: ``async with`` it for an
         iterator of raw events that ends after ``timeout_seconds``, on ``end_watches()``, or when
-        the block is left.
+        the block is left; with ``metadata_only`` their objects are PartialObjectMetadata.
 
         Without a version (or "0") the current objects come first as ADDED events;
         ``send_initial_events`` adds the BOOKMARK annotated ``k8s.io/initial-events-end``. A
@@ -679,6 +694,7 @@ class FakeClient(Client):
             timeout_seconds,
             initial=send_initial_events or resource_version in (None, "", "0"),
             bookmark=send_initial_events and allow_watch_bookmarks,
+            metadata_only=metadata_only,
         )
 
     @contextlib.asynccontextmanager
@@ -693,6 +709,7 @@ class FakeClient(Client):
         *,
         initial: bool,
         bookmark: bool,
+        metadata_only: bool = False,
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         await anyio.lowlevel.checkpoint()
         kind = self._registry.kind(gvk)
@@ -707,4 +724,14 @@ class FakeClient(Client):
             bookmark=bookmark,
         )
         async with opened as stream:
-            yield stream
+            yield _metadata_events(stream) if metadata_only else stream
+
+
+async def _metadata_events(
+    stream: AsyncIterator[dict[str, Any]],
+) -> AsyncIterator[dict[str, Any]]:
+    """Watch events whose objects are reduced to PartialObjectMetadata, as the apiserver sends."""
+    async for event in stream:
+        if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+            event = {**event, "object": as_partial_object_metadata(event["object"])}
+        yield event

@@ -229,7 +229,7 @@ async def test_random_writes_and_reads_agree_with_a_model() -> None:
             ), options
     for version, state in rng.sample(versions, 40):
         for options in SELECTIONS:
-            exact = {"resource_version": version, "resource_version_match": "Exact"}
+            exact: dict[str, Any] = {"resource_version": version, "resource_version_match": "Exact"}
             pages, token = [], None
             while True:
                 page = await fake.list(SECRET, **options, **exact, limit=2, continue_=token)

@@ -68,6 +68,10 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
     parser.add_argument("--health-probe-bind-address", default=":8081")
     parser.add_argument("--leader-elect", action="store_true")
     parser.add_argument("--leader-elect-resource-namespace", default="karmada-system")
+    # component-base's LeaderElectionConfiguration flags, as Karmada's controller-manager has them.
+    parser.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0)
+    parser.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0)
+    parser.add_argument("--leader-elect-retry-period", type=_duration, default=2.0)
     parser.add_argument(
         "--member-kubeconfig",
         action="append",
@@ -191,6 +195,11 @@ def _controller_manager(args: argparse.Namespace) -> int:
         leader_election=args.leader_elect,
         leader_election_id="reconcile-controller-manager",
         leader_election_namespace=args.leader_elect_resource_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        # This process exits right after the stop, so handing the Lease over is safe.
+        leader_election_release_on_cancel=True,
     )
     try:
         anyio.run(

@@ -149,7 +149,10 @@ class Builder:
         return name
 
     def complete(self, reconciler: Reconciler | ReconcilerFunc) -> Controller:
-        """Validate, build the controller and add it to the manager (leader-only).
+        """Validate, build the controller and add it to the manager.
+
+        Its workers run on the leader only unless ``ControllerOptions.need_leader_election`` is
+        False; its sources warm up on every replica.
 
         Raises:
             BuilderError: every misuse found, in one message.
@@ -162,7 +165,7 @@ class Builder:
         for source in self._build_sources():
             controller.watch(source)
         self._manager.controller_names.add(name)
-        self._manager.add(controller, leader_only=True)
+        self._manager.add(controller)
         return controller
 
     def _build_sources(self) -> list[Source]:

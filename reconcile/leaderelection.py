@@ -349,6 +349,14 @@ class LeaderElector:
             return False
         return True
 
+    async def release(self) -> None:
+        """Give the Lease up if this elector still holds it, without overwriting anyone else.
+
+        For callers that run with ``release_on_cancel=False`` and release only once all their
+        work stopped (the manager). Best effort, shielded, bounded by ``RELEASE_TIMEOUT``.
+        """
+        await self._release()
+
     async def _release(self) -> None:
         """Give the Lease up if this elector still holds it, without overwriting anyone else."""
         lease, observed = self._lease, self._observed

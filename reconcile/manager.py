@@ -1,9 +1,12 @@
 """Manager runs everything a controller process needs, in a safe order, and stops it in reverse.
 
-Start order, as in controller-runtime: the HTTP servers (metrics, health probes), then every
-cluster's cache, then the runnables that do not need leadership (e.g. the event broadcaster), then —
-immediately, or after winning the Lease when leader election is on — the leader-only runnables
-(controllers). ``/readyz`` stays failing until every informer requested so far has synced.
+Start order, as controller-runtime's runnable groups: the HTTP servers (metrics, health probes),
+then every cluster's cache, waited for until synced; then, on every replica, the runnables that
+need no leadership (the event broadcaster, ``add(..., leader_only=False)``, controllers built with
+``need_leader_election=False``) and every controller's warmup (its queue and sources, so standbys
+keep warm caches); then, immediately or after winning the Lease when leader election is on, the
+leader-only runnables (controllers' workers). A runnable added after start starts at once in its
+group. ``/readyz`` stays failing until every informer requested so far has synced.
 
 Metrics listen on loopback by default; bound beyond it they are served over HTTPS and only to
 callers the cluster authenticates and authorizes for ``get /metrics`` (controller-runtime's
@@ -11,11 +14,15 @@ callers the cluster authenticates and authorizes for ``get /metrics`` (controlle
 is set to False explicitly. See ``ManagerOptions``.
 
 Stop (``stop()``, SIGTERM or SIGINT through ``run_until_signalled``): leader-only runnables first
-(controllers let in-flight reconciles finish within ``graceful_shutdown_timeout``), then the others,
-the caches, the servers; the Lease is released last so a standby takes over at once. A runnable that
-fails, or a lost Lease, stops the manager with an error: the process should exit non-zero and be
-restarted, never keep reconciling without leadership. With leader election on, writes through the
-manager's clients are refused while this process is not the leader.
+(controllers take no new key and let in-flight reconciles finish), then the others, then — with
+``leader_election_release_on_cancel`` — the Lease is released, then the caches and the servers.
+``graceful_shutdown_timeout`` bounds the whole stop: when it has passed, or on a second signal,
+work still winding down is cancelled (``reconcile.grace``). A runnable that fails stops the manager
+with its error. A lost Lease cancels the leader-only work at once and ``start()`` raises
+``LeadershipLost``: the process should exit non-zero and be restarted (controller-runtime exits),
+never keep reconciling without leadership. With leader election on, writes through the manager's
+clients are refused while this process is not the leader, except from runnables that need no
+leadership.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -38,7 +46,8 @@ from reconcile.cluster import CachedClient, Cluster
 from reconcile.config import ClusterConfig
 from reconcile.controller import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
 from reconcile.events import EventBroadcaster, EventRecorder
-from reconcile.leaderelection import LeaderElectionConfig, LeaderElector
+from reconcile.grace import GracePeriod, current_grace
+from reconcile.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from reconcile.metrics import register_cache_scans
 from reconcile.metricsauth import FilterProvider, with_authentication_and_authorization
 from reconcile.server import Check, HTTPServer, is_loopback, parse_bind_address
@@ -51,6 +60,9 @@ log = structlog.get_logger("reconcile.manager")
 DEFAULT_METRICS_BIND_ADDRESS: Final = "127.0.0.1:8080"
 # Reviews of a scrape's token are not state changes: a standby must serve its metrics too.
 _REVIEW_PATHS: Final = ("/tokenreviews", "/subjectaccessreviews")
+# Whether the current task belongs to a runnable that needs leadership; the write guard lets the
+# others write on a standby. Writes from outside any runnable are guarded.
+_needs_leader: ContextVar[bool] = ContextVar("needs_leader", default=True)
 
 
 class NotLeader(RuntimeError):
@@ -102,8 +114,13 @@ class ManagerOptions:
     """Seconds the leader keeps trying to renew before giving up. Defaults to 10."""
     retry_period: float = 2.0
     """Seconds between acquire/renew attempts. Defaults to 2."""
+    leader_election_release_on_cancel: bool = False
+    """Release the Lease once everything stopped, so a standby takes over at once instead of
+    after ``lease_duration``. Defaults to False, as controller-runtime's
+    ``LeaderElectionReleaseOnCancel``: only safe when the process exits right after the stop."""
     graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
-    """Seconds runnables get to finish on stop. Defaults to 30."""
+    """Seconds the whole stop may take before what still winds down is cancelled. Defaults
+    to 30."""
     namespace: str | None = None
     """Restrict the cache to one namespace. Defaults to all namespaces."""
     field_manager: str = "reconcile"
@@ -145,6 +162,8 @@ class Manager:
         self.options = options or ManagerOptions()
         if self.options.leader_election and not self.options.leader_election_id:
             raise ValueError("leader_election needs leader_election_id (the Lease's name)")
+        if self.options.leader_election:
+            self._election_config()  # bad lease timings fail here, not once running
         self.registry = self.options.registry or CollectorRegistry()
         self.cluster = self._new_cluster("", config, client)
         self.clusters: dict[str, Cluster] = {"": self.cluster}
@@ -154,7 +173,11 @@ class Manager:
         self._healthz: dict[str, Check] = {"ping": _ok}
         self._readyz: dict[str, Check] = {"caches": self._caches_synced}
         self._stop = anyio.Event()
+        self._grace = GracePeriod()
         self._cluster_group: TaskGroup | None = None
+        self._others: TaskGroup | None = None
+        self._leaders: TaskGroup | None = None
+        self._elector: LeaderElector | None = None
         self._cluster_scopes: dict[str, anyio.CancelScope] = {}
         self._leading = not self.options.leader_election
         self._leader_gauge = Gauge(
@@ -215,8 +238,10 @@ class Manager:
         return cluster
 
     def _refuse_unless_leader(self, method: str, path: str) -> None:
+        if self._leading or not _needs_leader.get():
+            return
         # The Lease itself must be writable: that is how a standby becomes the leader.
-        if self._leading or "/leases/" in path or path.endswith(("/leases", *_REVIEW_PATHS)):
+        if "/leases/" in path or path.endswith(("/leases", *_REVIEW_PATHS)):
             return
         raise NotLeader(f"{method} {path} refused: this process is not the leader")
 
@@ -269,10 +294,23 @@ class Manager:
             raise KeyError(f"no cluster named {name!r}; add it with add_cluster()") from None
 
     def add(
-        self, runnable: Runnable | Callable[[], Awaitable[None]], *, leader_only: bool = True
+        self, runnable: Runnable | Callable[[], Awaitable[None]], *, leader_only: bool | None = None
     ) -> None:
-        """Run ``runnable`` with the manager; leader-only ones wait for leadership if enabled."""
-        self._entries.append(_Entry(runnable, leader_only))
+        """Run ``runnable`` with the manager; after start it starts at once.
+
+        ``leader_only`` defaults to the runnable's ``need_leader_election()`` if it has one (a
+        Controller), else True; leader-only runnables run only while this process leads. A
+        runnable with ``warmup()`` (a Controller) has it run on every replica, before leadership.
+        """
+        if leader_only is None:
+            needs = getattr(runnable, "need_leader_election", None)
+            leader_only = bool(needs()) if callable(needs) else True
+        entry = _Entry(runnable, leader_only)
+        self._entries.append(entry)
+        if self._others is not None:
+            self._start_other(entry, self._others)
+        if entry.leader_only and self._leaders is not None:
+            self._leaders.start_soon(_run, entry.runnable, True)
 
     def event_recorder(self, component: str) -> EventRecorder:
         """An EventRecorder writing Events as ``component``."""
@@ -300,28 +338,67 @@ class Manager:
         """Run until stop() (or cancellation); then stop everything in reverse order.
 
         Raises:
-            LeadershipLost: the Lease was lost; leader-only runnables were stopped.
+            LeadershipLost: the Lease was lost; the leader-only work was cancelled at once.
+            CacheSyncError: a cache did not sync at start (in an ExceptionGroup).
             Exception: whatever a runnable raised (in an ExceptionGroup), after stopping the rest.
         """
-        async with AsyncExitStack() as stack:
+        token = current_grace.set(self._grace)  # every runnable's task inherits it
+        try:
+            await self._start(task_status)
+        except BaseExceptionGroup as group:
+            lost = _first(group, LeadershipLost)
+            if lost is not None:
+                raise lost from group
+            raise
+        finally:
+            current_grace.reset(token)
+
+    async def _start(self, task_status: TaskStatus[None]) -> None:
+        async with anyio.create_task_group() as deadline, AsyncExitStack() as stack:
             await self._start_servers(await _group(stack))
             self._cluster_group = await _group(stack)
+            stack.callback(setattr, self, "_cluster_group", None)
             for name, cluster in self.clusters.items():
                 await self._cluster_group.start(
                     self._run_cluster, cluster, name=f"cluster {name or '(own)'}"
                 )
+            await self._wait_for_caches()
+            stack.push_async_callback(self._release_lease)
             others = await _group(stack)
-            await others.start(self.events.run)
+            await others.start(self._run_events)
             for entry in self._entries:
-                if not entry.leader_only:
-                    others.start_soon(_run, entry.runnable)
-            leaders = await _group(stack)
-            leaders.start_soon(self._lead)
+                self._start_other(entry, others)
+            self._others = others
+            stack.callback(setattr, self, "_others", None)
+            (await _group(stack)).start_soon(self._lead)
             log.info("manager started")
             task_status.started()
             await self._stop.wait()
             log.info("manager stopping")
-        self._cluster_group = None
+            deadline.start_soon(self._cut_grace_after, self.options.graceful_shutdown_timeout)
+            await stack.aclose()
+            deadline.cancel_scope.cancel()
+
+    async def _run_events(self, *, task_status: TaskStatus[None]) -> None:
+        _needs_leader.set(False)  # a standby's Events (e.g. of cluster probes) are written too
+        await self.events.run(task_status=task_status)
+
+    async def _wait_for_caches(self) -> None:
+        """controller-runtime's caches group: synced before any other runnable starts."""
+        for cluster in list(self.clusters.values()):
+            await cluster.wait_for_cache_sync()
+
+    def _start_other(self, entry: _Entry, group: TaskGroup) -> None:
+        warmup = getattr(entry.runnable, "warmup", None)
+        if callable(warmup):
+            group.start_soon(_run, warmup, False)
+        if not entry.leader_only:
+            group.start_soon(_run, entry.runnable, False)
+
+    async def _cut_grace_after(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+        log.warning("graceful shutdown timeout passed, cancelling what is left", timeout=seconds)
+        self._grace.cut()
 
     async def _start_servers(self, group: TaskGroup) -> None:
         options = self.options
@@ -370,10 +447,15 @@ class Manager:
             self._set_leader(True)
             await self._run_leader_runnables()
             return
-        elector = LeaderElector(
+        self._elector = LeaderElector(
             self.cluster.api_reader, self._election_config(), on_change=self._set_leader
         )
-        await elector.run(self._run_leader_runnables)
+        await self._elector.run(self._run_leader_runnables)
+
+    async def _release_lease(self) -> None:
+        """After every runnable stopped (controller-runtime's order), if the options ask for it."""
+        if self._elector is not None and self.options.leader_election_release_on_cancel:
+            await self._elector.release()
 
     def _election_config(self) -> LeaderElectionConfig:
         options = self.options
@@ -383,9 +465,14 @@ class Manager:
             lease_duration=options.lease_duration,
             renew_deadline=options.renew_deadline,
             retry_period=options.retry_period,
+            release_on_cancel=False,  # the manager releases it itself, once everything stopped
         )
 
     def _set_leader(self, leading: bool) -> None:
+        if self._leading and not leading and not self._stop.is_set():
+            # Lost, not stepping down: another replica may lead already, so in-flight
+            # reconciles are cancelled at once instead of finishing (controller-runtime exits).
+            self._grace.cut()
         self._leading = leading
         self._leader_gauge.labels(self.options.leader_election_id or "none").set(int(leading))
         if leading:
@@ -396,8 +483,12 @@ class Manager:
         async with anyio.create_task_group() as group:
             for entry in self._entries:
                 if entry.leader_only:
-                    group.start_soon(_run, entry.runnable)
-            await anyio.sleep_forever()
+                    group.start_soon(_run, entry.runnable, True)
+            self._leaders = group
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self._leaders = None
 
     async def run_until_signalled(self) -> None:
         """Start, and stop gracefully on SIGTERM or SIGINT (a second signal cancels at once).
@@ -411,6 +502,8 @@ class Manager:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     async for signum in signals:
                         if self._stop.is_set():
+                            log.warning("second signal, stopping now")
+                            self._grace.cut()
                             group.cancel_scope.cancel()
                             return
                         log.info("signal received, stopping", signal=signal.Signals(signum).name)
@@ -432,9 +525,22 @@ async def _group(stack: AsyncExitStack) -> TaskGroup:
     return group
 
 
-async def _run(runnable: Runnable | Callable[[], Awaitable[None]]) -> None:
+async def _run(runnable: Runnable | Callable[[], Awaitable[None]], needs_leader: bool) -> None:
+    _needs_leader.set(needs_leader)  # this task's own context, inherited by the tasks it starts
     run = getattr(runnable, "run", None)
     if run is not None:
         await run()
     else:
         await runnable()  # type: ignore[operator]
+
+
+def _first(group: BaseExceptionGroup, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of ``kind`` in ``group``, however deeply nested."""
+    for error in group.exceptions:
+        if isinstance(error, kind):
+            return error
+        if isinstance(error, BaseExceptionGroup):
+            found = _first(error, kind)
+            if found is not None:
+                return found
+    return None

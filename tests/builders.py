@@ -145,7 +145,10 @@ def propagation_policy(
 
 
 def cluster(
-    name: str, endpoint: str = "https://127.0.0.1:1", *, labels: dict[str, str] | None = None,
+    name: str,
+    endpoint: str = "https://127.0.0.1:1",
+    *,
+    labels: dict[str, str] | None = None,
     **spec: Any,
 ) -> Obj:
     """A Karmada Cluster in Push mode at ``endpoint`` (default: nothing listens there)."""

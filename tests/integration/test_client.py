@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import secrets
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -726,7 +726,7 @@ def _described(error: BaseException) -> list[str]:
     return texts
 
 
-async def _logged(logs: list[dict[str, Any]], words: str) -> bool:
+async def _logged(logs: Sequence[Mapping[str, Any]], words: str) -> bool:
     return any(words in repr(entry) for entry in logs)
 
 

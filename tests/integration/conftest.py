@@ -8,7 +8,7 @@ import pytest_asyncio
 
 from controllers.api import crd_paths
 from reconcile import Client
-from testenv import ControlPlane
+from testenv import ControlPlane, Environment
 from tests.builders import admin_client
 
 
@@ -23,6 +23,12 @@ async def client(host: ControlPlane) -> AsyncIterator[Client]:
     """A client of the host as its admin, closed after the test."""
     async with await admin_client(host) as live:
         yield live
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def restartable(testenv: Environment) -> ControlPlane:
+    """A cluster of its own, so stopping its apiserver disturbs no other test."""
+    return testenv.clusters.get("restartable") or await testenv.add_member("restartable")
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -226,6 +226,39 @@ async def _until(probe: Callable[[], Awaitable[Any]]) -> Any:
 # --- applying and keeping in sync -----------------------------------------------------------------
 
 
+async def test_a_member_object_stripped_of_the_managed_label_is_left_and_reported(
+    multicluster: Environment, namespace: str
+) -> None:
+    # The member objects are watched through a label-scoped informer: stripping the label is,
+    # to it, a DELETED event (the apiserver sends one when an object leaves a selection; see
+    # test_fake_parity). The object is not Karmada's any more: like Karmada's execution
+    # controller (conflict resolution "abort" by default) it is neither deleted nor overwritten,
+    # and the Work says so; labelled again by hand, it is the Work's again.
+    async with federation(multicluster, namespace) as fed:
+        name = f"{namespace}-stripped"
+        await fed.create_work(fed.work("member1", name, deployment("stripped", namespace, 2)))
+        created = await _until(lambda: fed.member_object("member1", "stripped"))
+        assert created["metadata"]["labels"][MANAGED_LABEL] == "true"
+        await _until(lambda: _applied_is(fed, name, "True"))
+        member = fed.members["member1"]
+        await member.patch(created, {"metadata": {"labels": {MANAGED_LABEL: None}}})
+
+        refused = await _until(lambda: _applied_is(fed, name, "False"))
+        assert "not managed by Karmada" in refused["message"]
+        left = await fed.member_object("member1", "stripped")
+        assert left is not None, "a member object the Work does not own must not be deleted"
+        assert left["metadata"]["uid"] == created["metadata"]["uid"]
+        assert MANAGED_LABEL not in left["metadata"]["labels"]
+
+        await member.patch(created, {"metadata": {"labels": {MANAGED_LABEL: "true"}}})
+        await _until(lambda: _applied_is(fed, name, "True"))
+
+
+async def _applied_is(fed: Federation, name: str, status: str) -> dict[str, Any] | None:
+    condition = await fed.applied("member1", name)
+    return condition if condition and condition["status"] == status else None
+
+
 async def test_a_work_is_applied_then_kept_in_sync_with_the_member(
     multicluster: Environment, namespace: str
 ) -> None:

@@ -152,12 +152,6 @@ class GatedListerWatcher:
         return gated()
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def restartable(testenv: Environment) -> ControlPlane:
-    """A cluster of its own, so stopping its apiserver disturbs no other test."""
-    return testenv.clusters.get("restartable") or await testenv.add_member("restartable")
-
-
 async def test_apiserver_restart_mid_watch_converges_including_deletes(
     restartable: ControlPlane,
 ) -> None:

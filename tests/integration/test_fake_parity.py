@@ -51,6 +51,7 @@ async def api(request: pytest.FixtureRequest, namespace: str) -> AsyncIterator[A
     env: Environment = request.getfixturevalue("testenv")
 
     async def compact() -> None:
+        assert env.etcd is not None
         await env.etcd.compact()
 
     async with await admin_client(env.host) as live:
@@ -100,9 +101,9 @@ async def test_a_no_op_write_keeps_the_resource_version(api: Api) -> None:
 
 
 async def test_an_expired_continue_token_is_410(api: Api, restartable: ControlPlane) -> None:
-    if isinstance(api.client, FakeClient):
-        client, namespace, restart = api.client, api.namespace, None
-    else:
+    client: Client = api.client
+    namespace, restart = api.namespace, None
+    if not isinstance(client, FakeClient):
         # The real apiserver serves continue tokens from its watch cache's snapshots (Kubernetes
         # 1.33+, ListFromCacheSnapshot), which etcd compaction does not drop: only an apiserver
         # started after the compaction, whose cache holds no snapshot that old, reads the token

@@ -35,7 +35,7 @@ from reconcile.gvk import GVK
 from reconcile.informer import SharedInformer
 from reconcile.ratelimit import RetryAfter, TokenBucket, Unlimited
 from testenv import ControlPlane, eventually
-from tests.builders import configmap, deployment, service_account_token
+from tests.builders import FakeClock, configmap, deployment, service_account_token
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -733,21 +733,6 @@ async def _logged(logs: Sequence[Mapping[str, Any]], words: str) -> bool:
 # 429 handling, end to end against a small fake apiserver.
 
 
-class RecordingClock:
-    """A clock whose sleeps return at once and are recorded."""
-
-    def __init__(self) -> None:
-        self.time = 0.0
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.time
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.time += seconds
-
-
 @dataclass
 class FakeApiserver:
     """A tiny HTTP apiserver: core discovery, and ConfigMap GETs answered 429 ``refusals`` times."""
@@ -796,7 +781,7 @@ def _token_config(url: str) -> ClusterConfig:
 
 async def test_429_is_retried_after_the_servers_delay(fake_apiserver: FakeApiserver) -> None:
     fake_apiserver.refusals = 2
-    clock = RecordingClock()
+    clock = FakeClock(sleeps_advance=True)
     config = _token_config(fake_apiserver.url)
     async with Client(config, limiter=Unlimited(), retry=RetryAfter(clock=clock)) as patient:
         got = await patient.get(CONFIGMAP, "cm", namespace="ns")
@@ -807,7 +792,7 @@ async def test_429_is_retried_after_the_servers_delay(fake_apiserver: FakeApiser
 
 async def test_429_retries_run_out(fake_apiserver: FakeApiserver) -> None:
     fake_apiserver.refusals = 5
-    retry = RetryAfter(max_retries=2, clock=RecordingClock())
+    retry = RetryAfter(max_retries=2, clock=FakeClock(sleeps_advance=True))
     async with Client(
         _token_config(fake_apiserver.url), limiter=Unlimited(), retry=retry
     ) as impatient:
@@ -823,7 +808,7 @@ async def test_429_retries_run_out(fake_apiserver: FakeApiserver) -> None:
 
 
 async def test_requests_are_paced_by_the_token_bucket(fake_apiserver: FakeApiserver) -> None:
-    clock = RecordingClock()
+    clock = FakeClock(sleeps_advance=True)
     bucket = TokenBucket(qps=5, burst=2, clock=clock)
     async with Client(_token_config(fake_apiserver.url), limiter=bucket) as paced:
         for _ in range(3):

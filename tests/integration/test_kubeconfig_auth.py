@@ -23,22 +23,13 @@ from reconcile.config import ClusterConfig
 from reconcile.errors import Unauthorized
 from reconcile.gvk import GVK
 from testenv import ControlPlane
+from tests.builders import FakeClock
 from tests.execplugin import V1, write_plugin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
 REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-
-
-class Clock:
-    """Seconds that pass only when a test says so."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -115,12 +106,12 @@ async def test_a_token_file_authenticates_and_rotates(
     )
     source = config.credentials.token_file
     assert source is not None
-    clock = Clock(time.monotonic())  # the clock it read the file by, from now on stepped
+    clock = FakeClock(time.monotonic())  # the clock it read the file by, from now on stepped
     source.clock = clock
     async with Client(config) as client:
         assert await _username(client) == f"system:serviceaccount:{namespace}:first"
         (tmp_path / "token").write_text(second)  # the kubelet rotated the projected token
-        clock.now += source.period
+        clock.time += source.period
         assert await _username(client) == f"system:serviceaccount:{namespace}:second"
 
 
@@ -186,13 +177,13 @@ async def test_an_exec_certificate_is_replaced_when_it_expires(
     config = await ClusterConfig.from_kubeconfig(_kubeconfig(host, tmp_path, {"exec": spec}))
     exec_plugin = config.credentials.exec_plugin
     assert exec_plugin is not None
-    clock = Clock(1_800_000_000.0)  # 2027: before the expiry
+    clock = FakeClock(1_800_000_000.0)  # 2027: before the expiry
     exec_plugin.clock = clock
     async with Client(config) as client:
         assert await _username(client) == "erin"
         issue("frank")
         assert await _username(client) == "erin", "kept until it expires"
-        clock.now = 1_900_000_000.0  # 2030-03: expired
+        clock.time = 1_900_000_000.0  # 2030-03: expired
         # New connections present the new certificate: the pool of the old one was closed.
         assert await _username(client) == "frank"
 

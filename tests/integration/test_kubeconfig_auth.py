@@ -23,7 +23,7 @@ from reconcile.config import ClusterConfig
 from reconcile.errors import Unauthorized
 from reconcile.gvk import GVK
 from testenv import ControlPlane
-from tests.builders import FakeClock
+from tests.builders import FakeClock, service_account_token
 from tests.execplugin import V1, write_plugin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -47,16 +47,6 @@ async def _whoami(config: ClusterConfig) -> str:
 async def _username(client: Client) -> str:
     answer = await client.create(dict(REVIEW))
     return str(answer["status"]["userInfo"]["username"])
-
-
-async def _token(admin: Client, namespace: str, name: str) -> str:
-    meta = {"name": name, "namespace": namespace}
-    await admin.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta})
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    answer = await admin.create_subresource(
-        SERVICE_ACCOUNT, name, "token", request, namespace=namespace
-    )
-    return str(answer["status"]["token"])
 
 
 def _kubeconfig(host: ControlPlane, directory: Path, user: dict[str, Any]) -> Path:
@@ -98,8 +88,8 @@ async def test_embedded_client_certificates_authenticate(host: ControlPlane) -> 
 async def test_a_token_file_authenticates_and_rotates(
     host: ControlPlane, admin: Client, namespace: str, tmp_path: Path
 ) -> None:
-    first = await _token(admin, namespace, "first")
-    second = await _token(admin, namespace, "second")
+    first = await service_account_token(admin, namespace, "first")
+    second = await service_account_token(admin, namespace, "second")
     (tmp_path / "token").write_text(first)
     config = await ClusterConfig.from_kubeconfig(
         _kubeconfig(host, tmp_path, {"tokenFile": "token"})
@@ -118,7 +108,7 @@ async def test_a_token_file_authenticates_and_rotates(
 async def test_an_inline_token_authenticates(
     host: ControlPlane, admin: Client, namespace: str, tmp_path: Path
 ) -> None:
-    token = await _token(admin, namespace, "inline")
+    token = await service_account_token(admin, namespace, "inline")
     config = await ClusterConfig.from_kubeconfig(_kubeconfig(host, tmp_path, {"token": token}))
     assert await _whoami(config) == f"system:serviceaccount:{namespace}:inline"
 
@@ -126,7 +116,7 @@ async def test_an_inline_token_authenticates(
 async def test_an_exec_token_refused_with_401_is_replaced(
     host: ControlPlane, admin: Client, namespace: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "sa-token").write_text(await _token(admin, namespace, "plugin"))
+    (tmp_path / "sa-token").write_text(await service_account_token(admin, namespace, "plugin"))
     plugin = write_plugin(tmp_path / "bin" / "login")
     env = {
         "PLUGIN_STATE": str(tmp_path / "runs.log"),
@@ -191,7 +181,7 @@ async def test_an_exec_certificate_is_replaced_when_it_expires(
 async def test_a_kubeconfig_document_with_a_token_authenticates(
     host: ControlPlane, admin: Client, namespace: str
 ) -> None:
-    token = await _token(admin, namespace, "document")
+    token = await service_account_token(admin, namespace, "document")
     ca = base64.b64encode(host.apiserver.serving_ca.cert_pem).decode()
     document = {
         "clusters": [

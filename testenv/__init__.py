@@ -20,7 +20,7 @@ from testenv.controlplane import ControlPlane, RequestError, User
 from testenv.crds import load_crds, load_manifests
 from testenv.environment import HOST, Environment
 from testenv.etcd import Etcd
-from testenv.eventually import eventually
+from testenv.eventually import consistently, eventually
 from testenv.fake import BUILTIN_KINDS, FakeClient, FakeKind, ScalePaths
 from testenv.process import StartError
 
@@ -42,6 +42,7 @@ __all__ = [
     "ScalePaths",
     "StartError",
     "User",
+    "consistently",
     "eventually",
     "find_binaries",
     "install_binaries",

@@ -1,4 +1,8 @@
-"""Eventually waits for a condition with a deadline: how tests wait, instead of sleeping."""
+"""Eventually waits for a condition with a deadline: how tests wait, instead of sleeping.
+
+Its counterpart ``consistently`` (Gomega's Consistently) checks that a condition holds over a
+whole window: how a test says that something does not happen, where no later marker can tell.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import TypeVar
 
 import anyio
 
-__all__ = ["eventually"]
+__all__ = ["consistently", "eventually"]
 
 T = TypeVar("T")
 
@@ -30,3 +34,27 @@ async def eventually(
                 await anyio.sleep(interval)
     except TimeoutError:
         raise AssertionError(f"condition not met within {timeout}s (last: {last!r})") from None
+
+
+async def consistently(
+    probe: Callable[[], Awaitable[object]], *, duration: float = 2.0, interval: float = 0.1
+) -> None:
+    """Call ``probe`` for ``duration`` seconds and fail at its first falsy answer.
+
+    For a negative check ("this event changed nothing"), a marker is better: a later change
+    whose effect shows that the earlier one was processed. Where the code under test offers no
+    marker, holding the condition over a window at least spans the time the effect would take.
+
+    Raises:
+        AssertionError: ``probe`` returned something falsy; the message holds it and when.
+    """
+    start = anyio.current_time()
+    deadline = start + duration
+    while True:
+        value = await probe()
+        if not value:
+            elapsed = anyio.current_time() - start
+            raise AssertionError(f"condition stopped holding after {elapsed:.2f}s (got {value!r})")
+        if anyio.current_time() >= deadline:
+            return
+        await anyio.sleep(interval)

@@ -13,6 +13,7 @@ from controllers.context import Context
 from controllers.controllermanager import build
 from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
 from testenv import ControlPlane, Environment, eventually
+from tests.builders import deployment, deployment_selector, propagation_policy, weighted
 
 MEMBERS = ("member1", "member2")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
@@ -124,44 +125,13 @@ async def has_namespace(client: Client, name: str) -> bool:
 
 def new_deployment(name: str, namespace: str, replicas: int) -> dict[str, Any]:
     """An nginx Deployment template."""
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]},
-            },
-        },
-    }
+    return deployment(name, namespace, replicas)
 
 
 def new_policy(name: str, namespace: str, target: str, **placement: Any) -> dict[str, Any]:
     """A PropagationPolicy of the Deployment ``target``: both members, 2:1 unless ``placement``
     says otherwise."""
-    default = {
-        "clusterAffinity": {"clusterNames": ["member1", "member2"]},
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {
-                "staticWeightList": [
-                    {"targetCluster": {"clusterNames": ["member1"]}, "weight": 2},
-                    {"targetCluster": {"clusterNames": ["member2"]}, "weight": 1},
-                ]
-            },
-        },
-    }
-    return {
-        "apiVersion": "policy.karmada.io/v1alpha1",
-        "kind": "PropagationPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": target}],
-            "placement": {**default, **placement},
-        },
-    }
+    default = weighted(MEMBERS, (2, 1))
+    return propagation_policy(
+        name, namespace, deployment_selector(target), {**default, **placement}
+    )

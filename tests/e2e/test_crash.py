@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
@@ -195,11 +196,8 @@ class Clusters:
         }
 
 
-def _duplicates_and_differences(names: list[str], expected: set[str], what: str) -> list[str]:
+def _differences(names: list[str], expected: set[str], what: str) -> list[str]:
     problems = []
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        problems.append(f"{what}: present more than once: {twice[:5]}")
     if missing := sorted(expected - set(names)):
         problems.append(f"{what}: {len(missing)} missing, e.g. {missing[:5]}")
     if extra := sorted(set(names) - expected):
@@ -207,12 +205,26 @@ def _duplicates_and_differences(names: list[str], expected: set[str], what: str)
     return problems
 
 
+def _duplicates(keys: list[Any], what: str) -> list[str]:
+    """Keys met more than once. Names are unique per namespace by the apiserver, so a duplicate
+    is sought by what the controllers must keep unique themselves: one binding per template
+    (its controller reference), one Work per binding and cluster (its binding annotation), one
+    member object per Work (its Work annotations)."""
+    counted = Counter(keys)
+    if twice := sorted(str(key) for key, count in counted.items() if count > 1):
+        return [f"{what}: present more than once: {twice[:5]}"]
+    return []
+
+
 async def _member_problems(clusters: Clusters, expected: set[str]) -> list[str]:
     problems = []
     for cluster in MEMBERS:
         deployments = await clusters.member_deployments(cluster)
         names = [name_of(d) for d in deployments]
-        problems += _duplicates_and_differences(names, expected, f"{cluster} Deployments")
+        problems += _differences(names, expected, f"{cluster} Deployments")
+        problems += _duplicates(
+            [_applied_by(d) for d in deployments], f"{cluster} Deployments of one Work"
+        )
         for deployment in deployments:
             name = name_of(deployment)
             if name not in expected:
@@ -220,15 +232,16 @@ async def _member_problems(clusters: Clusters, expected: set[str]) -> list[str]:
             want, got = _expected_replicas(name, cluster), deployment["spec"].get("replicas")
             if got != want:
                 problems.append(f"{cluster} Deployment {name}: {got} replicas, want {want}")
-            annotations = deployment["metadata"].get("annotations") or {}
-            work = (
-                annotations.get(WORK_NAMESPACE_ANNOTATION),
-                annotations.get(WORK_NAME_ANNOTATION),
-            )
+            work = _applied_by(deployment)
             want_work = (execution_namespace(cluster), _work_name(name, clusters.namespace))
             if work != want_work:
                 problems.append(f"{cluster} Deployment {name}: applied by Work {work}")
     return problems
+
+
+def _applied_by(member_object: Obj) -> tuple[str | None, str | None]:
+    annotations = member_object["metadata"].get("annotations") or {}
+    return annotations.get(WORK_NAMESPACE_ANNOTATION), annotations.get(WORK_NAME_ANNOTATION)
 
 
 def _work_name(template: str, namespace: str) -> str:
@@ -237,8 +250,9 @@ def _work_name(template: str, namespace: str) -> str:
 
 def _binding_problems(bindings: list[Obj], templates: dict[str, Obj]) -> list[str]:
     expected = {binding_name(DEPLOYMENT.kind, name) for name in templates}
-    problems = _duplicates_and_differences(
-        [name_of(b) for b in bindings], expected, "ResourceBindings"
+    problems = _differences([name_of(b) for b in bindings], expected, "ResourceBindings")
+    problems += _duplicates(
+        [(controller_of(b) or {}).get("uid") for b in bindings], "ResourceBindings of one template"
     )
     by_binding = {binding_name(DEPLOYMENT.kind, n): t for n, t in templates.items()}
     for binding in bindings:
@@ -262,7 +276,12 @@ def _work_problems(works: dict[str, list[Obj]], bindings: list[Obj], namespace: 
     problems = []
     for cluster, found in works.items():
         names = [name_of(w) for w in found]
-        problems += _duplicates_and_differences(names, expected, f"{cluster} Works")
+        problems += _differences(names, expected, f"{cluster} Works")
+        bound = [
+            (w["metadata"].get("annotations") or {}).get(RESOURCE_BINDING_NAME_ANNOTATION)
+            for w in found
+        ]
+        problems += _duplicates(bound, f"{cluster} Works of one binding")
         for work in found:
             problems += _one_work_problems(work, ids)
     return problems
@@ -289,7 +308,7 @@ async def _problems(clusters: Clusters, names: set[str]) -> list[str]:
         name_of(t): t
         for t in await clusters.host.list_all(DEPLOYMENT, namespace=clusters.namespace)
     }
-    problems = _duplicates_and_differences(list(templates), names, "templates")
+    problems = _differences(list(templates), names, "templates")
     bindings = await clusters.bindings()
     problems += _binding_problems(bindings, templates)
     problems += _work_problems(await clusters.works(), bindings, clusters.namespace)

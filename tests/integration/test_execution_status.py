@@ -56,7 +56,8 @@ from reconcile import (
     get_condition,
     is_condition_true,
 )
-from testenv import ControlPlane, Environment, eventually
+from testenv import Environment, eventually
+from tests.builders import admin_client, delete_and_wait, deployment, gone
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
@@ -64,45 +65,6 @@ DEPLOYMENT: Final = GVK("apps", "v1", "Deployment")
 NAMESPACE: Final = GVK("", "v1", "Namespace")
 TIMEOUT: Final = 30.0
 MEMBERS: Final = ("member1", "member2")
-
-
-async def _client(plane: ControlPlane) -> Client:
-    config = await ClusterConfig.from_kubeconfig(
-        plane.kubeconfig, temp_dir=plane.directory / "client"
-    )
-    return Client(config)
-
-
-def deployment(
-    namespace: str,
-    name: str,
-    *,
-    image: str = "nginx:1.25",
-    replicas: int = 2,
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-) -> Obj:
-    """A Deployment as a template or a manifest (no status)."""
-    metadata: Obj = {
-        "name": name,
-        "namespace": namespace,
-        "labels": {"app": name, **(labels or {})},
-    }
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata,
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "main", "image": image}]},
-            },
-        },
-    }
 
 
 @dataclass
@@ -180,12 +142,7 @@ class Federation:
 
     async def gone(self, gvk: GVK, name: str, namespace: str | None, cluster: str = "") -> bool:
         """Whether the object no longer exists (on the host, or in ``cluster``)."""
-        client = self.members[cluster] if cluster else self.host
-        try:
-            await client.get(gvk, name, namespace=namespace)
-        except NotFound:
-            return True
-        return False
+        return await gone(self.members[cluster] if cluster else self.host, gvk, name, namespace)
 
     async def member_status(self, cluster: str, name: str, **status: int) -> None:
         """Write a member Deployment's status, as its deployment controller would."""
@@ -201,28 +158,19 @@ async def _ready_and_connected(
         cluster = await host.get(CLUSTER_GVK, name)
         if registry.get(name) is None or not is_condition_true(cluster, "Ready"):
             return False
-        if await _missing(host, NAMESPACE, execution_namespace(name)):
+        if await gone(host, NAMESPACE, execution_namespace(name)):
             return False
     return True
 
 
-async def _missing(client: Client, gvk: GVK, name: str) -> bool:
-    try:
-        await client.get(gvk, name)
-    except NotFound:
-        return True
-    return False
-
-
 async def _remove_works(federation: Federation) -> None:
-    """Delete the test's Works while the controllers still run, so none is left with a finalizer."""
+    """Delete the test's Works while the controllers still run, so none is left with a finalizer;
+    one that stays fails the test (it would hold its execution namespace for later tests)."""
     for namespace, name in federation.works:
         with contextlib.suppress(NotFound):
             await federation.host.delete(WORK_GVK, name, namespace=namespace)
-    with anyio.move_on_after(TIMEOUT):
-        for namespace, name in federation.works:
-            while not await federation.gone(WORK_GVK, name, namespace):
-                await anyio.sleep(0.1)
+    for namespace, name in federation.works:
+        await delete_and_wait(federation.host, WORK_GVK, name, namespace, timeout=TIMEOUT)
 
 
 @contextlib.asynccontextmanager
@@ -231,11 +179,11 @@ async def federation(env: Environment, namespace: str) -> AsyncIterator[Federati
     host_plane = env.host
     await host_plane.install_crds(crd_paths())
     async with contextlib.AsyncExitStack() as stack:
-        host = await stack.enter_async_context(await _client(host_plane))
+        host = await stack.enter_async_context(await admin_client(host_plane))
         members = {}
         for name in MEMBERS:
             plane = env.members[name]
-            members[name] = await stack.enter_async_context(await _client(plane))
+            members[name] = await stack.enter_async_context(await admin_client(plane))
             await plane.create_namespace(namespace)
             cluster = {
                 "apiVersion": "cluster.karmada.io/v1alpha1",
@@ -278,12 +226,45 @@ async def _until(probe: Callable[[], Awaitable[Any]]) -> Any:
 # --- applying and keeping in sync -----------------------------------------------------------------
 
 
+async def test_a_member_object_stripped_of_the_managed_label_is_left_and_reported(
+    multicluster: Environment, namespace: str
+) -> None:
+    # The member objects are watched through a label-scoped informer: stripping the label is,
+    # to it, a DELETED event (the apiserver sends one when an object leaves a selection; see
+    # test_fake_parity). The object is not Karmada's any more: like Karmada's execution
+    # controller (conflict resolution "abort" by default) it is neither deleted nor overwritten,
+    # and the Work says so; labelled again by hand, it is the Work's again.
+    async with federation(multicluster, namespace) as fed:
+        name = f"{namespace}-stripped"
+        await fed.create_work(fed.work("member1", name, deployment("stripped", namespace, 2)))
+        created = await _until(lambda: fed.member_object("member1", "stripped"))
+        assert created["metadata"]["labels"][MANAGED_LABEL] == "true"
+        await _until(lambda: _applied_is(fed, name, "True"))
+        member = fed.members["member1"]
+        await member.patch(created, {"metadata": {"labels": {MANAGED_LABEL: None}}})
+
+        refused = await _until(lambda: _applied_is(fed, name, "False"))
+        assert "not managed by Karmada" in refused["message"]
+        left = await fed.member_object("member1", "stripped")
+        assert left is not None, "a member object the Work does not own must not be deleted"
+        assert left["metadata"]["uid"] == created["metadata"]["uid"]
+        assert MANAGED_LABEL not in left["metadata"]["labels"]
+
+        await member.patch(created, {"metadata": {"labels": {MANAGED_LABEL: "true"}}})
+        await _until(lambda: _applied_is(fed, name, "True"))
+
+
+async def _applied_is(fed: Federation, name: str, status: str) -> dict[str, Any] | None:
+    condition = await fed.applied("member1", name)
+    return condition if condition and condition["status"] == status else None
+
+
 async def test_a_work_is_applied_then_kept_in_sync_with_the_member(
     multicluster: Environment, namespace: str
 ) -> None:
     async with federation(multicluster, namespace) as fed:
         name = f"{namespace}-web"
-        work = await fed.create_work(fed.work("member1", name, deployment(namespace, "web")))
+        work = await fed.create_work(fed.work("member1", name, deployment("web", namespace, 2)))
         created = await _until(lambda: fed.member_object("member1", "web"))
         assert created["metadata"]["labels"][MANAGED_LABEL] == "true"
         assert created["metadata"]["annotations"][WORK_NAME_ANNOTATION] == name
@@ -309,7 +290,7 @@ async def test_a_work_is_applied_then_kept_in_sync_with_the_member(
             DEPLOYMENT, "web", {"metadata": {"labels": {"team": "payments"}}}, namespace=namespace
         )
         patch = {"spec": {"replicas": 7, "template": {"spec": {"containers": [
-            {"name": "main", "image": "nginx:tampered"}
+            {"name": "nginx", "image": "nginx:tampered"}
         ]}}}}  # fmt: skip
         await member.patch(DEPLOYMENT, "web", patch, namespace=namespace)
 
@@ -342,7 +323,7 @@ async def test_retain_keeps_member_replicas_only_with_the_retain_label(
     multicluster: Environment, namespace: str
 ) -> None:
     async with federation(multicluster, namespace) as fed:
-        manifest = deployment(namespace, "scaled", labels={RETAIN_REPLICAS_LABEL: "true"})
+        manifest = deployment("scaled", namespace, 2, labels={RETAIN_REPLICAS_LABEL: "true"})
         name = f"{namespace}-scaled"
         await fed.create_work(fed.work("member1", name, manifest))
         await _until(lambda: fed.member_object("member1", "scaled"))
@@ -373,9 +354,9 @@ async def test_an_unmanaged_object_is_left_alone_unless_the_work_may_overwrite_i
 ) -> None:
     async with federation(multicluster, namespace) as fed:
         member = fed.members["member1"]
-        legacy = await member.create(deployment(namespace, "legacy", image="nginx:1.0"))
+        legacy = await member.create(deployment("legacy", namespace, 2, image="nginx:1.0"))
         name = f"{namespace}-legacy"
-        await fed.create_work(fed.work("member1", name, deployment(namespace, "legacy")))
+        await fed.create_work(fed.work("member1", name, deployment("legacy", namespace, 2)))
 
         async def refused() -> dict[str, Any] | None:
             condition = await fed.applied("member1", name)
@@ -417,7 +398,7 @@ async def test_a_malformed_manifest_fails_only_its_own_work(
         bad, good = f"{namespace}-bad", f"{namespace}-good"
         kindless = {"apiVersion": "apps/v1", "metadata": {"name": "kindless"}}
         await fed.create_work(fed.work("member1", bad, kindless))
-        await fed.create_work(fed.work("member1", good, deployment(namespace, "good")))
+        await fed.create_work(fed.work("member1", good, deployment("good", namespace, 2)))
 
         async def refused() -> str | None:
             condition = await fed.applied("member1", bad)
@@ -435,8 +416,8 @@ async def test_deleting_a_work_deletes_its_object_or_releases_it_when_preserved(
 ) -> None:
     async with federation(multicluster, namespace) as fed:
         plain, kept = f"{namespace}-plain", f"{namespace}-kept"
-        await fed.create_work(fed.work("member2", plain, deployment(namespace, "plain")))
-        preserved = fed.work("member2", kept, deployment(namespace, "kept"), preserve=True)
+        await fed.create_work(fed.work("member2", plain, deployment("plain", namespace, 2)))
+        preserved = fed.work("member2", kept, deployment("kept", namespace, 2), preserve=True)
         await fed.create_work(preserved)
         await _until(lambda: fed.member_object("member2", "plain"))
         await _until(lambda: fed.member_object("member2", "kept"))
@@ -476,7 +457,7 @@ async def test_an_unavailable_cluster_fails_the_work_and_blocks_deletion_until_i
                 }
             )
         orphan = f"{namespace}-orphan"
-        await fed.create_work(fed.work(ghost, orphan, deployment(namespace, "orphan")))
+        await fed.create_work(fed.work(ghost, orphan, deployment("orphan", namespace, 2)))
 
         async def failed(cluster: str, name: str) -> str | None:
             condition = await fed.applied(cluster, name)
@@ -499,7 +480,7 @@ async def test_an_unavailable_cluster_fails_the_work_and_blocks_deletion_until_i
         )
         await _until(lambda: _exists(fed.host, NAMESPACE, execution_namespace(broken)))
         stuck = f"{namespace}-stuck"
-        await fed.create_work(fed.work(broken, stuck, deployment(namespace, "stuck")))
+        await fed.create_work(fed.work(broken, stuck, deployment("stuck", namespace, 2)))
         assert f"cluster {broken} is not connected" in await _until(lambda: failed(broken, stuck))
         await fed.host.delete(WORK_GVK, stuck, namespace=execution_namespace(broken))
         with anyio.move_on_after(3):
@@ -527,7 +508,7 @@ async def test_a_cluster_that_joins_later_gets_its_pending_works_applied(
         )
         await _until(lambda: _exists(fed.host, NAMESPACE, execution_namespace(late)))
         name = f"{namespace}-late"
-        await fed.create_work(fed.work(late, name, deployment(namespace, "late")))
+        await fed.create_work(fed.work(late, name, deployment("late", namespace, 2)))
 
         async def failed() -> str | None:
             condition = await fed.applied(late, name)
@@ -551,7 +532,7 @@ async def test_a_cluster_that_joins_later_gets_its_pending_works_applied(
 
 
 async def _exists(client: Client, gvk: GVK, name: str) -> bool:
-    return not await _missing(client, gvk, name)
+    return not await gone(client, gvk, name)
 
 
 # --- status: Work, binding, template -------------------------------------------------------------
@@ -561,7 +542,7 @@ async def test_member_status_flows_to_the_work_the_binding_and_the_template(
     multicluster: Environment, namespace: str
 ) -> None:
     async with federation(multicluster, namespace) as fed:
-        template = await fed.host.create(deployment(namespace, "app", replicas=4))
+        template = await fed.host.create(deployment("app", namespace, replicas=4))
         binding_id = f"id-{namespace}"
         await fed.host.create(
             {
@@ -593,7 +574,7 @@ async def test_member_status_flows_to_the_work_the_binding_and_the_template(
 
         def binding_work(cluster: str) -> Obj:
             manifest = deployment(
-                namespace, "app", replicas=2, annotations={GENERATION_ANNOTATION: "1"}
+                "app", namespace, replicas=2, annotations={GENERATION_ANNOTATION: "1"}
             )
             return fed.work(
                 cluster,
@@ -682,7 +663,7 @@ async def test_member_status_flows_to_the_work_the_binding_and_the_template(
         # at once, observedGeneration only once every member runs the new template generation.
         changed = await fed.host.patch(
             DEPLOYMENT, "app", {"spec": {"template": {"spec": {"containers": [
-                {"name": "main", "image": "nginx:1.26"}]}}}}, namespace=namespace,
+                {"name": "nginx", "image": "nginx:1.26"}]}}}}, namespace=namespace,
         )  # fmt: skip
         assert changed["metadata"]["generation"] == 2
         resource_version = changed["metadata"]["resourceVersion"]

@@ -19,6 +19,7 @@ from reconcile.informer import SharedInformer
 from reconcile.reflector import WATCH_LIST_ENV, Backoff
 from reconcile.store import Obj
 from testenv import ControlPlane, Environment, eventually
+from tests.builders import configmap
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -36,13 +37,9 @@ async def _client(plane: ControlPlane, kubeconfig: Path | None = None) -> Client
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def client(host: ControlPlane) -> AsyncIterator[Client]:
+    """A host client with a high rate limit: these tests write hundreds of objects."""
     async with await _client(host) as live:
         yield live
-
-
-def _cm(name: str, namespace: str, **data: str) -> Obj:
-    meta = {"name": name, "namespace": namespace}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
 
 class Recorder:
@@ -93,7 +90,7 @@ async def test_syncs_a_thousand_configmaps_and_sees_events_in_order(
         assert {e[0] for e in recorder.events} == {"add"}
 
         recorder.events.clear()
-        await client.create(_cm("live", namespace, v="1"))
+        await client.create(configmap("live", namespace, v="1"))
         await client.patch(CONFIGMAP, "live", {"data": {"v": "2"}}, namespace=namespace)
         await client.delete(CONFIGMAP, "live", namespace=namespace)
         await eventually(lambda: _true(len(recorder.events) == 3), timeout=20)
@@ -115,7 +112,7 @@ async def test_syncs_a_thousand_configmaps_and_sees_events_in_order(
 
 async def _create_many(client: Client, namespace: str, start: int) -> None:
     for index in range(start, start + 100):
-        await client.create(_cm(f"cm-{index:04d}", namespace, index=str(index)))
+        await client.create(configmap(f"cm-{index:04d}", namespace, index=str(index)))
 
 
 class GatedListerWatcher:
@@ -158,12 +155,6 @@ class GatedListerWatcher:
         return gated()
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def restartable(testenv: Environment) -> ControlPlane:
-    """A cluster of its own, so stopping its apiserver disturbs no other test."""
-    return testenv.clusters.get("restartable") or await testenv.add_member("restartable")
-
-
 async def test_apiserver_restart_mid_watch_converges_including_deletes(
     restartable: ControlPlane,
 ) -> None:
@@ -172,7 +163,7 @@ async def test_apiserver_restart_mid_watch_converges_including_deletes(
         await restartable.create_namespace(namespace)
     async with await _client(restartable) as client:
         for name in ("keep", "change", "remove"):
-            await client.create(_cm(name, namespace, v="before"))
+            await client.create(configmap(name, namespace, v="before"))
         gate = GatedListerWatcher(client.lister_watcher(CONFIGMAP, namespace=namespace))
         informer = SharedInformer(gate, name="cms", backoff=FAST)
         async with anyio.create_task_group() as group:
@@ -184,7 +175,7 @@ async def test_apiserver_restart_mid_watch_converges_including_deletes(
             await restartable.start_apiserver()
             await client.patch(CONFIGMAP, "change", {"data": {"v": "after"}}, namespace=namespace)
             await client.delete(CONFIGMAP, "remove", namespace=namespace)
-            await client.create(_cm("new", namespace, v="after"))
+            await client.create(configmap("new", namespace, v="after"))
             relists = informer.reflector.relists
             gate.open()
 
@@ -218,7 +209,7 @@ async def test_a_watch_from_a_compacted_version_relists_and_converges(
         await restartable.create_namespace(namespace)
     assert testenv.etcd is not None
     async with await _client(restartable) as client:
-        await client.create(_cm("old", namespace, v="1"))
+        await client.create(configmap("old", namespace, v="1"))
         gate = GatedListerWatcher(client.lister_watcher(CONFIGMAP, namespace=namespace))
         gate.close(lists=False)  # let the list through, hold the watch that follows it
         informer = SharedInformer(gate, name="cms", backoff=FAST)
@@ -227,7 +218,7 @@ async def test_a_watch_from_a_compacted_version_relists_and_converges(
             with anyio.fail_after(20):
                 await informer.wait_for_sync()
             await client.delete(CONFIGMAP, "old", namespace=namespace)
-            await client.create(_cm("fresh", namespace, v="2"))
+            await client.create(configmap("fresh", namespace, v="2"))
             await testenv.etcd.compact()
             # A restart empties the apiserver's watch cache, so the old version is truly gone.
             await restartable.stop_apiserver()
@@ -246,7 +237,7 @@ async def test_a_watch_from_a_compacted_version_relists_and_converges(
 async def test_cache_foot_guns_against_the_real_apiserver(
     host: ControlPlane, client: Client, namespace: str
 ) -> None:
-    await client.create(_cm("seen", namespace))
+    await client.create(configmap("seen", namespace))
     cache = Cache(client, sync_timeout=30)
     cache.get_informer(CONFIGMAP)
     async with anyio.create_task_group() as group:

@@ -23,22 +23,13 @@ from reconcile.config import ClusterConfig
 from reconcile.errors import Unauthorized
 from reconcile.gvk import GVK
 from testenv import ControlPlane
+from tests.builders import FakeClock, service_account_token
 from tests.execplugin import V1, write_plugin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
 REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-
-
-class Clock:
-    """Seconds that pass only when a test says so."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -56,16 +47,6 @@ async def _whoami(config: ClusterConfig) -> str:
 async def _username(client: Client) -> str:
     answer = await client.create(dict(REVIEW))
     return str(answer["status"]["userInfo"]["username"])
-
-
-async def _token(admin: Client, namespace: str, name: str) -> str:
-    meta = {"name": name, "namespace": namespace}
-    await admin.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta})
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    answer = await admin.create_subresource(
-        SERVICE_ACCOUNT, name, "token", request, namespace=namespace
-    )
-    return str(answer["status"]["token"])
 
 
 def _kubeconfig(host: ControlPlane, directory: Path, user: dict[str, Any]) -> Path:
@@ -107,27 +88,27 @@ async def test_embedded_client_certificates_authenticate(host: ControlPlane) -> 
 async def test_a_token_file_authenticates_and_rotates(
     host: ControlPlane, admin: Client, namespace: str, tmp_path: Path
 ) -> None:
-    first = await _token(admin, namespace, "first")
-    second = await _token(admin, namespace, "second")
+    first = await service_account_token(admin, namespace, "first")
+    second = await service_account_token(admin, namespace, "second")
     (tmp_path / "token").write_text(first)
     config = await ClusterConfig.from_kubeconfig(
         _kubeconfig(host, tmp_path, {"tokenFile": "token"})
     )
     source = config.credentials.token_file
     assert source is not None
-    clock = Clock(time.monotonic())  # the clock it read the file by, from now on stepped
+    clock = FakeClock(time.monotonic())  # the clock it read the file by, from now on stepped
     source.clock = clock
     async with Client(config) as client:
         assert await _username(client) == f"system:serviceaccount:{namespace}:first"
         (tmp_path / "token").write_text(second)  # the kubelet rotated the projected token
-        clock.now += source.period
+        clock.time += source.period
         assert await _username(client) == f"system:serviceaccount:{namespace}:second"
 
 
 async def test_an_inline_token_authenticates(
     host: ControlPlane, admin: Client, namespace: str, tmp_path: Path
 ) -> None:
-    token = await _token(admin, namespace, "inline")
+    token = await service_account_token(admin, namespace, "inline")
     config = await ClusterConfig.from_kubeconfig(_kubeconfig(host, tmp_path, {"token": token}))
     assert await _whoami(config) == f"system:serviceaccount:{namespace}:inline"
 
@@ -135,7 +116,7 @@ async def test_an_inline_token_authenticates(
 async def test_an_exec_token_refused_with_401_is_replaced(
     host: ControlPlane, admin: Client, namespace: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "sa-token").write_text(await _token(admin, namespace, "plugin"))
+    (tmp_path / "sa-token").write_text(await service_account_token(admin, namespace, "plugin"))
     plugin = write_plugin(tmp_path / "bin" / "login")
     env = {
         "PLUGIN_STATE": str(tmp_path / "runs.log"),
@@ -186,13 +167,13 @@ async def test_an_exec_certificate_is_replaced_when_it_expires(
     config = await ClusterConfig.from_kubeconfig(_kubeconfig(host, tmp_path, {"exec": spec}))
     exec_plugin = config.credentials.exec_plugin
     assert exec_plugin is not None
-    clock = Clock(1_800_000_000.0)  # 2027: before the expiry
+    clock = FakeClock(1_800_000_000.0)  # 2027: before the expiry
     exec_plugin.clock = clock
     async with Client(config) as client:
         assert await _username(client) == "erin"
         issue("frank")
         assert await _username(client) == "erin", "kept until it expires"
-        clock.now = 1_900_000_000.0  # 2030-03: expired
+        clock.time = 1_900_000_000.0  # 2030-03: expired
         # New connections present the new certificate: the pool of the old one was closed.
         assert await _username(client) == "frank"
 
@@ -200,7 +181,7 @@ async def test_an_exec_certificate_is_replaced_when_it_expires(
 async def test_a_kubeconfig_document_with_a_token_authenticates(
     host: ControlPlane, admin: Client, namespace: str
 ) -> None:
-    token = await _token(admin, namespace, "document")
+    token = await service_account_token(admin, namespace, "document")
     ca = base64.b64encode(host.apiserver.serving_ca.cert_pem).decode()
     document = {
         "clusters": [

@@ -1,24 +1,22 @@
 """Leader election against the real kube-apiserver: one leader, crash takeover, release, loss.
 
-Durations are short (lease 2 s, renew 1.5 s, retry 0.3 s) so takeovers happen within seconds;
-every wait is on a condition with a deadline, and the timing assertions compare anyio clock
-stamps recorded by the test and by the leading work itself.
+Durations are short (lease 2 s, renew 1.5 s, retry 0.3 s, times the suite's TIMING_SCALE) so
+takeovers happen within seconds; every wait is on a condition with a deadline, and the timing
+assertions compare anyio clock stamps recorded by the test and by the leading work itself.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import pytest
-import pytest_asyncio
 
 from reconcile.client import Client
-from reconcile.config import ClusterConfig
 from reconcile.errors import Conflict
 from reconcile.gvk import GVK
 from reconcile.leaderelection import (
@@ -29,26 +27,18 @@ from reconcile.leaderelection import (
     LeadershipLost,
     micro_time,
 )
-from testenv import ControlPlane, eventually
+from testenv import eventually
+from tests.builders import scaled
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-LEASE_DURATION = 2.0
-RENEW_DEADLINE = 1.5
-RETRY_PERIOD = 0.3
+LEASE_DURATION = scaled(2.0)
+RENEW_DEADLINE = scaled(1.5)
+RETRY_PERIOD = scaled(0.3)
 SLOWEST_RETRY = RETRY_PERIOD * (1 + JITTER_FACTOR)
 """The longest wait between two acquire attempts of a standby."""
-SLACK = 1.0
+SLACK = scaled(1.0)
 """Allowance for requests and scheduling on a busy machine."""
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(host: ControlPlane) -> AsyncIterator[Client]:
-    config = await ClusterConfig.from_kubeconfig(
-        host.kubeconfig, temp_dir=host.directory / "leaderelection"
-    )
-    async with Client(config) as live:
-        yield live
 
 
 class CountingClient:
@@ -169,7 +159,7 @@ async def test_two_electors_on_one_lease_elect_exactly_one_leader(
         assert not winner.work_cancelled.is_set()
         spec = (await read_lease(client, namespace))["spec"]
         assert spec["holderIdentity"] == winner.identity
-        assert spec["leaseDurationSeconds"] == 2
+        assert spec["leaseDurationSeconds"] == int(LEASE_DURATION)
         assert spec["leaseTransitions"] == 0
         group.cancel_scope.cancel()
     assert winner.changes == [True, False]
@@ -222,7 +212,8 @@ async def test_a_clean_shutdown_releases_the_lease_to_the_standby_at_once(
     client: Client, namespace: str
 ) -> None:
     # A longer lease than elsewhere: waiting for its expiry would be unmistakable.
-    timings = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": RETRY_PERIOD}
+    lease = 2 * LEASE_DURATION
+    timings = {"lease_duration": lease, "renew_deadline": 2 * RENEW_DEADLINE}
     first = contender(client, namespace, "a", **timings)
     second = contender(client, namespace, "b", **timings)
     async with anyio.create_task_group() as group:
@@ -241,15 +232,17 @@ async def test_a_clean_shutdown_releases_the_lease_to_the_standby_at_once(
         await leader.stop()  # cancellation with release_on_cancel (the default)
         assert leader.work_cancelled.is_set()
         assert leader.changes == [True, False]
-        with anyio.fail_after(4.0):
+        with anyio.fail_after(lease):
             await standby.leading.wait()
         assert standby.started_at is not None
         took = standby.started_at - stopped_at
-        assert took < 4.0 / 2, f"the standby waited {took:.2f}s: the lease was not released"
+        # Expiry would come no sooner than the lease less one retry (the last renewal) after the
+        # stop; a released Lease is taken at the standby's next try.
+        assert took < lease - SLOWEST_RETRY, f"the standby waited {took:.2f}s: not released"
         spec = (await read_lease(client, namespace))["spec"]
         assert spec["holderIdentity"] == standby.identity
         assert spec["leaseTransitions"] == 1
-        assert spec["leaseDurationSeconds"] == 4
+        assert spec["leaseDurationSeconds"] == int(lease)
         group.cancel_scope.cancel()
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,9 @@ from examples.replicaset import POD_COUNT_LABEL, setup
 from reconcile import (
     GVK,
     BuilderError,
+    Client,
     ClusterConfig,
+    Forbidden,
     Manager,
     ManagerOptions,
     NotLeader,
@@ -28,49 +29,22 @@ from reconcile import (
     controller_managed_by,
     predicate,
 )
-from testenv import ControlPlane, eventually
+from testenv import ControlPlane, User, consistently, eventually
+from tests.builders import deployment, manager_of, running, scaled
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 REPLICASET = GVK("apps", "v1", "ReplicaSet")
 POD = GVK("", "v1", "Pod")
 CONFIGMAP = GVK("", "v1", "ConfigMap")
+SECRET = GVK("", "v1", "Secret")
+LEASE_DURATION = scaled(2.0)
+RETRY_PERIOD = scaled(0.3)
 SLOW_MANAGER = Path(__file__).parent / "testdata" / "slow_manager.py"
 
 
-async def _manager(host: ControlPlane, **options: Any) -> Manager:
-    config = await ClusterConfig.from_kubeconfig(
-        host.kubeconfig, temp_dir=host.directory / "client"
-    )
-    defaults: dict[str, Any] = {"metrics_bind_address": "127.0.0.1:0"}
-    return Manager(config, options=ManagerOptions(**{**defaults, **options}))
-
-
-@asynccontextmanager
-async def _running(manager: Manager) -> AsyncIterator[Manager]:
-    async with anyio.create_task_group() as group:
-        await group.start(manager.start)
-        try:
-            yield manager
-        finally:
-            manager.stop()
-
-
 def _replicaset(name: str, namespace: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
+    return deployment(name, namespace, 2, kind="ReplicaSet")
 
 
 def _pod(name: str, namespace: str, owner: dict[str, Any], app: str) -> dict[str, Any]:
@@ -97,10 +71,10 @@ def _pod(name: str, namespace: str, owner: dict[str, Any], app: str) -> dict[str
 async def test_the_example_labels_replicasets_with_their_pod_count(
     host: ControlPlane, namespace: str
 ) -> None:
-    manager = await _manager(host)
+    manager = await manager_of(host)
     setup(manager)
     client = manager.api_reader
-    async with _running(manager):
+    async with running(manager):
         rs = await client.create(_replicaset("web", namespace))
 
         async def count_is(expected: str) -> bool:
@@ -119,7 +93,7 @@ async def test_the_example_labels_replicasets_with_their_pod_count(
 async def test_predicates_filter_and_owned_changes_enqueue_the_owner(
     host: ControlPlane, namespace: str
 ) -> None:
-    manager = await _manager(host)
+    manager = await manager_of(host)
     seen: Counter[str] = Counter()
 
     async def record(request: Request) -> Result | None:
@@ -135,7 +109,7 @@ async def test_predicates_filter_and_owned_changes_enqueue_the_owner(
         .complete(record)
     )
     client = manager.api_reader
-    async with _running(manager):
+    async with running(manager):
         rs = await client.create(_replicaset("app", namespace))
 
         async def reconciled(times: int) -> bool:
@@ -143,21 +117,25 @@ async def test_predicates_filter_and_owned_changes_enqueue_the_owner(
 
         await eventually(lambda: reconciled(1), timeout=20)
         before = seen["app"]
-        # A label change does not bump the generation: filtered out.
+        # A label change does not bump the generation: it must be filtered out. To know it was
+        # seen (not merely not yet delivered), a marker follows it on the same watch: events reach
+        # the handlers in order and one worker takes keys first in, first out, so had the label
+        # change been let through, "app" would be reconciled before "marker" is.
         await client.patch(
             REPLICASET, "app", {"metadata": {"labels": {"x": "y"}}}, namespace=namespace
         )
-        # A spec change does: reconciled again. Events arrive in order, so once this one is
-        # seen, the label change was seen (and dropped) before it.
+        await client.create(_replicaset("marker", namespace))
+        await eventually(lambda: _value(seen["marker"] >= 1), timeout=20)
+        assert seen["app"] == before, "a label-only change passed generation_changed"
+        # A spec change does bump it: reconciled again.
         await client.patch(REPLICASET, "app", {"spec": {"replicas": 5}}, namespace=namespace)
         await eventually(lambda: reconciled(before + 1), timeout=20)
-        assert seen["app"] == before + 1
         await client.create(_pod("owned", namespace, rs, "app"))
         await eventually(lambda: reconciled(before + 2), timeout=20)
 
 
 async def test_builder_misuse_is_reported_clearly(host: ControlPlane) -> None:
-    manager = await _manager(host)
+    manager = await manager_of(host)
 
     async def noop(request: Request) -> Result | None:
         return None
@@ -174,14 +152,13 @@ async def test_builder_misuse_is_reported_clearly(host: ControlPlane) -> None:
 async def test_readyz_waits_for_caches_and_metrics_use_controller_runtime_names(
     host: ControlPlane, namespace: str
 ) -> None:
-    manager = await _manager(host, health_probe_bind_address="127.0.0.1:0")
-    nobody = await host.add_user("cannot-list-secrets")
+    manager = await manager_of(host, health_probe_bind_address="127.0.0.1:0")
 
     async def noop(request: Request) -> Result | None:
         return None
 
     controller_managed_by(manager).for_(CONFIGMAP).complete(noop)
-    async with _running(manager), aiohttp.ClientSession() as http:
+    async with running(manager), aiohttp.ClientSession() as http:
         probes = f"http://127.0.0.1:{manager.probe_port}"
         # An informer that cannot sync (a kind nobody serves) keeps /readyz failing.
         manager.cache.get_informer(GVK("example.invalid", "v1", "Nothing"))
@@ -201,11 +178,10 @@ async def test_readyz_waits_for_caches_and_metrics_use_controller_runtime_names(
             "leader_election_master_status",
         ):
             assert name in text, name
-    assert nobody.name == "cannot-list-secrets"
 
-    ready_manager = await _manager(host, health_probe_bind_address="127.0.0.1:0")
+    ready_manager = await manager_of(host, health_probe_bind_address="127.0.0.1:0")
     controller_managed_by(ready_manager).for_(CONFIGMAP).complete(noop)
-    async with _running(ready_manager), aiohttp.ClientSession() as http:
+    async with running(ready_manager), aiohttp.ClientSession() as http:
         url = f"http://127.0.0.1:{ready_manager.probe_port}/readyz"
 
         async def ready() -> bool:
@@ -213,6 +189,38 @@ async def test_readyz_waits_for_caches_and_metrics_use_controller_runtime_names(
                 return response.status == 200
 
         await eventually(ready, timeout=20)
+
+
+async def test_readyz_fails_while_rbac_refuses_a_cache_its_list(
+    host: ControlPlane, namespace: str
+) -> None:
+    nobody = await host.add_user(f"cannot-list-secrets-{secrets.token_hex(3)}")
+    # The user really is refused (else the failing probe below would prove nothing) ...
+    async with await _client_of(nobody) as as_nobody:
+        with pytest.raises(Forbidden) as refused:
+            await as_nobody.list(SECRET, namespace=namespace)
+    assert refused.value.code == 403
+    assert nobody.name in refused.value.message
+    # ... and a manager running as that user never reports ready while its Secret informer is.
+    config = await ClusterConfig.from_kubeconfig(
+        nobody.kubeconfig, temp_dir=host.directory / "client"
+    )
+    options = ManagerOptions(metrics_bind_address="0", health_probe_bind_address="127.0.0.1:0")
+    manager = Manager(config, options=options)
+    async with running(manager), aiohttp.ClientSession() as http:
+        manager.cache.get_informer(SECRET)
+        url = f"http://127.0.0.1:{manager.probe_port}/readyz"
+
+        async def not_ready() -> bool:
+            async with http.get(url) as response:
+                return response.status == 500 and "caches" in await response.text()
+
+        await consistently(not_ready, duration=scaled(1.0))
+
+
+async def _client_of(user: User) -> Client:
+    config = await ClusterConfig.from_kubeconfig(user.kubeconfig)
+    return Client(config)
 
 
 async def test_two_managers_elect_one_leader_and_hand_over(
@@ -223,9 +231,9 @@ async def test_two_managers_elect_one_leader_and_hand_over(
         "leader_election": True,
         "leader_election_id": f"lease-{namespace}",
         "leader_election_namespace": namespace,
-        "lease_duration": 2.0,
-        "renew_deadline": 1.5,
-        "retry_period": 0.3,
+        "lease_duration": LEASE_DURATION,
+        "renew_deadline": scaled(1.5),
+        "retry_period": RETRY_PERIOD,
     }
 
     def build(identity: str, manager: Manager) -> None:
@@ -236,7 +244,7 @@ async def test_two_managers_elect_one_leader_and_hand_over(
 
         controller_managed_by(manager).for_(CONFIGMAP).complete(reconcile)
 
-    first, second = await _manager(host, **lease), await _manager(host, **lease)
+    first, second = await manager_of(host, **lease), await manager_of(host, **lease)
     build("first", first)
     build("second", second)
     async with anyio.create_task_group() as group:
@@ -258,12 +266,17 @@ async def test_two_managers_elect_one_leader_and_hand_over(
                     "metadata": {"name": "x", "namespace": namespace},
                 }
             )
-        # A clean stop releases the Lease: the standby leads well within the lease duration.
+        # A clean stop releases the Lease: the standby leads at its next try. Waiting for expiry
+        # instead would take at least the lease duration less one (jittered) retry from the last
+        # renewal before the stop.
         stopped = anyio.current_time()
         first.stop()
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await second.elected.wait()
-        assert anyio.current_time() - stopped < 2.0
+        took = anyio.current_time() - stopped
+        assert took < LEASE_DURATION - RETRY_PERIOD * 1.2, (
+            f"the Lease was not released ({took:.2f}s)"
+        )
         await host.request(
             "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "two"}}
         )

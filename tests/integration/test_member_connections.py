@@ -21,7 +21,7 @@ import pytest
 import pytest_asyncio
 from anyio.abc import SocketStream
 
-from controllers.api import CLUSTER_GVK, READY_CONDITION, crd_paths
+from controllers.api import CLUSTER_GVK, READY_CONDITION
 from controllers.cluster import (
     ClusterStatusOptions,
     MemberOptions,
@@ -51,17 +51,13 @@ FAST = ClusterStatusOptions(update_frequency=0.5, failure_threshold=0, success_t
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def host_client(host: ControlPlane) -> AsyncIterator[Client]:
-    await host.install_crds(crd_paths())
-    config = await ClusterConfig.from_kubeconfig(
-        host.kubeconfig, temp_dir=host.directory / "client"
-    )
-    async with Client(config) as client:
-        with contextlib.suppress(AlreadyExists):
-            await client.create(
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karmada-cluster"}}
-            )
-        yield client
+async def host_client(karmada_client: Client) -> Client:
+    """The host's admin client, with the namespace Cluster Secrets live in."""
+    with contextlib.suppress(AlreadyExists):
+        await karmada_client.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karmada-cluster"}}
+        )
+    return karmada_client
 
 
 class Listener:

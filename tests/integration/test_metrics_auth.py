@@ -15,11 +15,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
-import anyio
 import pytest
 
-from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions
+from reconcile import GVK, Client, Manager
 from testenv import ControlPlane, eventually
+from tests.builders import admin_client, manager_of, running, service_account_token
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -28,41 +28,15 @@ CLUSTER_ROLE = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
 CLUSTER_ROLE_BINDING = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
 
 
-async def _config(host: ControlPlane) -> ClusterConfig:
-    return await ClusterConfig.from_kubeconfig(host.kubeconfig, temp_dir=host.directory / "client")
-
-
 async def _manager(host: ControlPlane, **options: Any) -> Manager:
-    config = await _config(host)
-    return Manager(config, options=ManagerOptions(health_probe_bind_address="0", **options))
+    return await manager_of(host, health_probe_bind_address="0", **options)
 
 
 @asynccontextmanager
 async def _admin(host: ControlPlane) -> AsyncIterator[Client]:
     """A client of its own: a standby manager's clients refuse writes."""
-    async with Client(await _config(host), field_manager="metrics-test") as client:
+    async with await admin_client(host, field_manager="metrics-test") as client:
         yield client
-
-
-@asynccontextmanager
-async def _running(manager: Manager) -> AsyncIterator[Manager]:
-    async with anyio.create_task_group() as group:
-        await group.start(manager.start)
-        try:
-            yield manager
-        finally:
-            manager.stop()
-
-
-async def _token(client: Client, namespace: str, name: str) -> str:
-    meta = {"name": name, "namespace": namespace}
-    await client.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta})
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    answer = await client.create_subresource(
-        SERVICE_ACCOUNT, name, "token", request, namespace=namespace
-    )
-    token: str = answer["status"]["token"]
-    return token
 
 
 @asynccontextmanager
@@ -121,12 +95,12 @@ async def test_metrics_answer_401_403_and_200_by_token_and_rbac_over_https(
     manager = await _manager(host, metrics_bind_address="127.0.0.1:0", metrics_secure=True)
     async with (
         _admin(host) as client,
-        _running(manager),
+        running(manager),
         _metrics_reader(client, namespace, "scraper"),
     ):
         await eventually(lambda: _rbac_allows(client, namespace, "scraper"), timeout=20)
-        scraper = await _token(client, namespace, "scraper")
-        nobody = await _token(client, namespace, "nobody")
+        scraper = await service_account_token(client, namespace, "scraper")
+        nobody = await service_account_token(client, namespace, "nobody")
         assert manager.metrics_certificate is not None
         trust = manager.metrics_certificate.cert_pem
         url = f"https://127.0.0.1:{manager.metrics_port}/metrics"
@@ -168,11 +142,11 @@ async def test_a_standby_serves_its_metrics_to_an_authorized_scraper(
         await client.create(lease)
     async with (
         _admin(host) as client,
-        _running(manager),
+        running(manager),
         _metrics_reader(client, namespace, "scraper"),
     ):
         await eventually(lambda: _rbac_allows(client, namespace, "scraper"), timeout=20)
-        token = await _token(client, namespace, "scraper")
+        token = await service_account_token(client, namespace, "scraper")
         assert manager.metrics_certificate is not None
         url = f"https://127.0.0.1:{manager.metrics_port}/metrics"
         status, text = await _scrape(url, manager.metrics_certificate.cert_pem, token)

@@ -17,23 +17,9 @@ from reconcile.ratelimit import (
     Unlimited,
     parse_retry_after,
 )
+from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
-
-
-class FakeClock:
-    """Time moves only when someone sleeps (or the test advances it)."""
-
-    def __init__(self) -> None:
-        self.time = 0.0
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.time
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.time += seconds
 
 
 class StoppedClock(FakeClock):
@@ -58,7 +44,7 @@ def test_bucket_defaults_are_controller_runtimes_before_v0_21() -> None:
 
 @asyncio_test
 async def test_burst_goes_at_once_then_qps_paces() -> None:
-    clock = FakeClock()
+    clock = FakeClock(sleeps_advance=True)
     bucket = TokenBucket(qps=10, burst=3, clock=clock)
     for _ in range(3):
         await bucket.acquire()
@@ -69,12 +55,12 @@ async def test_burst_goes_at_once_then_qps_paces() -> None:
 
 
 def test_reservations_queue_up_in_order() -> None:
-    bucket = TokenBucket(qps=2, burst=1, clock=FakeClock())
+    bucket = TokenBucket(qps=2, burst=1, clock=FakeClock(sleeps_advance=True))
     assert [bucket.reserve() for _ in range(4)] == pytest.approx([0.0, 0.5, 1.0, 1.5])
 
 
 def test_tokens_refill_up_to_the_burst() -> None:
-    clock = FakeClock()
+    clock = FakeClock(sleeps_advance=True)
     bucket = TokenBucket(qps=5, burst=2, clock=clock)
     assert bucket.try_acquire()
     assert bucket.try_acquire()
@@ -122,7 +108,7 @@ def test_parse_retry_after(header: str | None, seconds: float | None) -> None:
 
 @asyncio_test
 async def test_429_waits_the_servers_retry_after_then_succeeds() -> None:
-    clock = FakeClock()
+    clock = FakeClock(sleeps_advance=True)
     answers: list[TooManyRequests | str] = [throttled("2"), throttled(None), "ok"]
 
     async def attempt() -> str:
@@ -137,7 +123,7 @@ async def test_429_waits_the_servers_retry_after_then_succeeds() -> None:
 
 @asyncio_test
 async def test_429_retries_are_bounded_and_capped() -> None:
-    clock = FakeClock()
+    clock = FakeClock(sleeps_advance=True)
     calls = 0
 
     async def attempt() -> None:
@@ -153,7 +139,7 @@ async def test_429_retries_are_bounded_and_capped() -> None:
 
 @asyncio_test
 async def test_other_errors_are_not_retried() -> None:
-    clock = FakeClock()
+    clock = FakeClock(sleeps_advance=True)
     calls = 0
 
     async def attempt() -> None:

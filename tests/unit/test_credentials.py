@@ -15,19 +15,10 @@ import pytest
 from reconcile.config import ClusterConfig, ConfigError
 from reconcile.credentials import Credentials, ExecPlugin, TokenFile
 from testenv.certs import CertificateAuthority
+from tests.builders import FakeClock
 from tests.execplugin import V1, V1BETA1, write_plugin
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-class Clock:
-    """Seconds that pass only when a test says so."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -63,25 +54,25 @@ def _exec_credentials(spec: dict[str, Any], clock: Callable[[], float]) -> Crede
 async def test_a_token_file_is_re_read_after_its_period(tmp_path: Path) -> None:
     path = tmp_path / "token"
     path.write_text("first\n")
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
     source = TokenFile(path, period=60, clock=clock)
     path.write_text("second")
-    clock.now += 59
+    clock.time += 59
     assert source.token() == "first"
-    clock.now += 1
+    clock.time += 1
     assert source.token() == "second"
 
 
 async def test_a_failed_re_read_keeps_the_last_token(tmp_path: Path) -> None:
     path = tmp_path / "token"
     path.write_text("good")
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
     source = TokenFile(path, clock=clock)
     path.unlink()
-    clock.now += 61
+    clock.time += 61
     assert source.token() == "good"
     path.write_text("")  # caught half-way through a rotation
-    clock.now += 61
+    clock.time += 61
     assert source.token() == "good"
 
 
@@ -133,10 +124,10 @@ async def test_in_cluster_tokens_rotate_about_every_minute(service_account: Path
     source = config.credentials.token_file
     assert source is not None
     assert source.period == 60
-    clock = Clock(time.monotonic())  # the clock it read the file by, from now on stepped
+    clock = FakeClock(time.monotonic())  # the clock it read the file by, from now on stepped
     source.clock = clock
     (service_account / "token").write_text("sa-token-2")
-    clock.now += 60
+    clock.time += 60
     assert (await config.credentials.present()).authorization == "Bearer sa-token-2"
 
 
@@ -189,13 +180,13 @@ async def test_an_exec_plugin_gets_its_args_env_and_exec_info(plugin: Path, tmp_
 
 
 async def test_an_exec_credential_is_used_until_it_expires(plugin: Path, tmp_path: Path) -> None:
-    clock = Clock(now=1_700_000_000.0)  # 2023-11-14T22:13:20Z
+    clock = FakeClock(1_700_000_000.0)  # 2023-11-14T22:13:20Z
     spec = _spec(plugin, tmp_path, EXPIRES="2023-11-14T22:23:20Z")  # ten minutes later
     credentials = _exec_credentials(spec, clock)
     assert (await credentials.present()).authorization == "Bearer token-1"
-    clock.now += 599
+    clock.time += 599
     assert (await credentials.present()).authorization == "Bearer token-1"
-    clock.now += 1
+    clock.time += 1
     assert (await credentials.present()).authorization == "Bearer token-2"
     assert len(_runs(tmp_path)) == 2
 
@@ -203,7 +194,7 @@ async def test_an_exec_credential_is_used_until_it_expires(plugin: Path, tmp_pat
 async def test_a_refused_exec_credential_is_replaced_on_the_next_request(
     plugin: Path, tmp_path: Path
 ) -> None:
-    credentials = _exec_credentials(_spec(plugin, tmp_path), Clock())
+    credentials = _exec_credentials(_spec(plugin, tmp_path), FakeClock(1_000_000.0))
     first = await credentials.present()
     credentials.refused(first)
     second = await credentials.present()
@@ -218,7 +209,7 @@ async def test_an_exec_plugin_can_issue_a_client_certificate(plugin: Path, tmp_p
     spec = _spec(plugin, tmp_path, PLUGIN_MODE="cert", CERT_FILE=str(cert), KEY_FILE=str(key))
     spec["apiVersion"] = V1BETA1
     spec["env"].append({"name": "PLUGIN_VERSION", "value": V1BETA1})
-    presented = await _exec_credentials(spec, Clock()).present()
+    presented = await _exec_credentials(spec, FakeClock(1_000_000.0)).present()
     assert presented.certificate == (pair.cert_pem, pair.key_pem)
     assert presented.authorization is None
 
@@ -242,7 +233,7 @@ async def test_a_static_token_wins_over_the_exec_plugin(plugin: Path, tmp_path: 
 async def test_a_failing_exec_plugin_is_a_config_error(
     plugin: Path, tmp_path: Path, env: dict[str, str], message: str
 ) -> None:
-    credentials = _exec_credentials(_spec(plugin, tmp_path, **env), Clock())
+    credentials = _exec_credentials(_spec(plugin, tmp_path, **env), FakeClock(1_000_000.0))
     with pytest.raises(ConfigError, match=message):
         await credentials.present()
 

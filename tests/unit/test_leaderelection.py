@@ -25,6 +25,7 @@ from reconcile.leaderelection import (
     LeaseClient,
     micro_time,
 )
+from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
 """Marks the async tests (strict mode); a module-wide pytestmark would warn on the sync ones."""
@@ -95,16 +96,6 @@ class FakeLeases:
         self._stamp({"metadata": {"name": name, "namespace": "ns"}, "spec": spec})
 
 
-class FakeClock:
-    """Seconds that move only when the test says so."""
-
-    def __init__(self) -> None:
-        self.time = 1000.0
-
-    def __call__(self) -> float:
-        return self.time
-
-
 def config(identity: str, **overrides: Any) -> LeaderElectionConfig:
     options: dict[str, Any] = {
         "lease_name": "lock",
@@ -124,7 +115,7 @@ def leases() -> FakeLeases:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(1000.0)
 
 
 def elector(

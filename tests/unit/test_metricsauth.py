@@ -27,6 +27,7 @@ from reconcile.metricsauth import (
     with_authentication_and_authorization,
 )
 from reconcile.server import HTTPServer
+from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -56,14 +57,6 @@ class Reviews:
 
     def kinds(self) -> list[str]:
         return [body["kind"] for body in self.sent]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.mark.parametrize(
@@ -175,14 +168,14 @@ async def test_a_failing_review_is_500_and_the_server_keeps_serving(
 
 @asyncio_test
 async def test_tokens_are_cached_for_the_ttl_by_hash_and_then_reviewed_again() -> None:
-    reviews, clock = Reviews(), Clock()
+    reviews, clock = Reviews(), FakeClock(1000.0)
     authenticator = TokenReviewAuthenticator(reviews, ttl=60, clock=clock)
     assert (await authenticator.authenticate("good")) == UserInfo.from_review(ALICE)
     assert await authenticator.authenticate("made-up") is None
     await authenticator.authenticate("good")
     await authenticator.authenticate("made-up")
     assert len(reviews.sent) == 2, "both answers, the negative one too, come from the cache"
-    clock.now += 61
+    clock.time += 61
     await authenticator.authenticate("good")
     assert len(reviews.sent) == 3
 
@@ -190,7 +183,7 @@ async def test_tokens_are_cached_for_the_ttl_by_hash_and_then_reviewed_again() -
 @asyncio_test
 async def test_token_cache_is_bounded_and_forgets_the_oldest_first() -> None:
     reviews = Reviews()
-    authenticator = TokenReviewAuthenticator(reviews, size=2, clock=Clock())
+    authenticator = TokenReviewAuthenticator(reviews, size=2, clock=FakeClock(1000.0))
     for token in ("good", "bob", "third"):
         await authenticator.authenticate(token)
     await authenticator.authenticate("bob")
@@ -201,18 +194,18 @@ async def test_token_cache_is_bounded_and_forgets_the_oldest_first() -> None:
 
 @asyncio_test
 async def test_allowed_decisions_last_longer_than_denied_ones() -> None:
-    reviews, clock = Reviews(), Clock()
+    reviews, clock = Reviews(), FakeClock(1000.0)
     authorizer = SubjectAccessReviewAuthorizer(reviews, allow_ttl=300, deny_ttl=30, clock=clock)
     alice, bob = UserInfo("alice"), UserInfo("bob")
     assert await authorizer.authorize(alice, verb="get", path="/metrics") == (True, "table")
     assert await authorizer.authorize(bob, verb="get", path="/metrics") == (False, "table")
-    clock.now += 31
+    clock.time += 31
     reviews.allowed.add(("bob", "get", "/metrics"))
     reviews.allowed.discard(("alice", "get", "/metrics"))
     assert (await authorizer.authorize(bob, verb="get", path="/metrics"))[0] is True
     assert (await authorizer.authorize(alice, verb="get", path="/metrics"))[0] is True
     assert len(reviews.sent) == 3, "alice's allow is still cached, bob's deny expired"
-    clock.now += 300
+    clock.time += 300
     assert (await authorizer.authorize(alice, verb="get", path="/metrics"))[0] is False
 
 

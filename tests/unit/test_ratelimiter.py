@@ -13,16 +13,7 @@ from reconcile.ratelimiter import (
     MaxOfRateLimiter,
     default_controller_rate_limiter,
 )
-
-
-class FakeClock:
-    """Seconds that move only when the test says so."""
-
-    def __init__(self) -> None:
-        self.time = 0.0
-
-    def __call__(self) -> float:
-        return self.time
+from tests.builders import FakeClock
 
 
 def test_exponential_doubles_from_base_per_item() -> None:

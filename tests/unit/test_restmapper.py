@@ -11,6 +11,7 @@ import pytest
 from reconcile.errors import NoKindMatch, NotFound, ServiceUnavailable, api_error
 from reconcile.gvk import GVK
 from reconcile.restmapper import RESTMapper, parse_resource_list
+from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -90,17 +91,6 @@ class FakeDiscovery:
         return self.documents[path]
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.time = 100.0
-
-    def now(self) -> float:
-        return self.time
-
-    async def sleep(self, seconds: float) -> None:
-        self.time += seconds
-
-
 def discovery() -> FakeDiscovery:
     return FakeDiscovery(
         {
@@ -125,7 +115,7 @@ def test_resource_list_parsing_attaches_subresources_to_their_parent() -> None:
 @asyncio_test
 async def test_maps_core_and_group_kinds_with_scope() -> None:
     fetch = discovery()
-    mapper = RESTMapper(fetch, clock=FakeClock())
+    mapper = RESTMapper(fetch, clock=FakeClock(100.0, sleeps_advance=True))
     configmaps = await mapper.resource_for(GVK("", "v1", "ConfigMap"))
     assert (configmaps.plural, configmaps.namespaced) == ("configmaps", True)
     assert configmaps.path("ns", "x") == "/api/v1/namespaces/ns/configmaps/x"
@@ -141,7 +131,7 @@ async def test_maps_core_and_group_kinds_with_scope() -> None:
 @asyncio_test
 async def test_answers_come_from_the_cache() -> None:
     fetch = discovery()
-    mapper = RESTMapper(fetch, clock=FakeClock())
+    mapper = RESTMapper(fetch, clock=FakeClock(100.0, sleeps_advance=True))
     for _ in range(3):
         await mapper.resource_for(GVK("apps", "v1", "Deployment"))
     assert fetch.gets == ["/apis/apps/v1"]
@@ -150,7 +140,7 @@ async def test_answers_come_from_the_cache() -> None:
 @asyncio_test
 async def test_concurrent_misses_share_one_fetch() -> None:
     fetch = discovery()
-    mapper = RESTMapper(fetch, clock=FakeClock())
+    mapper = RESTMapper(fetch, clock=FakeClock(100.0, sleeps_advance=True))
     async with anyio.create_task_group() as tasks:
         for _ in range(5):
             tasks.start_soon(mapper.resource_for, GVK("apps", "v1", "Deployment"))
@@ -159,7 +149,7 @@ async def test_concurrent_misses_share_one_fetch() -> None:
 
 @asyncio_test
 async def test_a_kind_added_later_is_found_after_the_refresh_interval() -> None:
-    fetch, clock = discovery(), FakeClock()
+    fetch, clock = discovery(), FakeClock(100.0, sleeps_advance=True)
     mapper = RESTMapper(fetch, clock=clock, min_refresh_interval=2.0)
     widget = GVK("example.com", "v1", "Widget")
     with pytest.raises(NoKindMatch, match="Widget"):
@@ -181,7 +171,7 @@ async def test_a_kind_added_later_is_found_after_the_refresh_interval() -> None:
 
 @asyncio_test
 async def test_a_missing_kind_in_a_known_group_version_refetches_it() -> None:
-    fetch, clock = discovery(), FakeClock()
+    fetch, clock = discovery(), FakeClock(100.0, sleeps_advance=True)
     mapper = RESTMapper(fetch, clock=clock, min_refresh_interval=2.0)
     await mapper.resource_for(GVK("apps", "v1", "Deployment"))
     clock.time += 5
@@ -194,7 +184,7 @@ async def test_a_missing_kind_in_a_known_group_version_refetches_it() -> None:
 async def test_discovery_errors_other_than_404_propagate() -> None:
     fetch = discovery()
     fetch.failing.add("/apis/apps/v1")
-    mapper = RESTMapper(fetch, clock=FakeClock())
+    mapper = RESTMapper(fetch, clock=FakeClock(100.0, sleeps_advance=True))
     with pytest.raises(ServiceUnavailable):
         await mapper.resource_for(GVK("apps", "v1", "Deployment"))
     # Not cached as "not served": once discovery recovers, the next lookup succeeds.
@@ -226,7 +216,7 @@ async def test_lookup_by_name(name: str, kind: str) -> None:
     fetch = discovery()
     fetch.documents["/apis"] = group_list(("apps", "v1"), ("example.com", "v1"))
     fetch.documents["/apis/example.com/v1"] = WIDGETS
-    mapper = RESTMapper(fetch, clock=FakeClock())
+    mapper = RESTMapper(fetch, clock=FakeClock(100.0, sleeps_advance=True))
     assert (await mapper.resource_for_name(name)).gvk.kind == kind
 
 
@@ -235,7 +225,7 @@ async def test_lookup_by_name_survives_a_broken_group() -> None:
     fetch = discovery()
     fetch.documents["/apis"] = group_list(("apps", "v1"), ("example.com", "v1"))
     fetch.failing.add("/apis/example.com/v1")
-    mapper = RESTMapper(fetch, clock=FakeClock())
+    mapper = RESTMapper(fetch, clock=FakeClock(100.0, sleeps_advance=True))
     assert (await mapper.resource_for_name("deploy")).gvk.kind == "Deployment"
     with pytest.raises(NoKindMatch, match=r"example\.com"):
         await mapper.resource_for_name("widgets")
@@ -243,7 +233,7 @@ async def test_lookup_by_name_survives_a_broken_group() -> None:
 
 @asyncio_test
 async def test_lookup_by_name_refreshes_at_most_once_per_interval() -> None:
-    fetch, clock = discovery(), FakeClock()
+    fetch, clock = discovery(), FakeClock(100.0, sleeps_advance=True)
     mapper = RESTMapper(fetch, clock=clock, min_refresh_interval=2.0)
     with pytest.raises(NoKindMatch):
         await mapper.resource_for_name("widgets")
@@ -261,7 +251,7 @@ async def test_lookup_by_name_refreshes_at_most_once_per_interval() -> None:
 @asyncio_test
 async def test_invalidate_forgets_everything() -> None:
     fetch = discovery()
-    mapper = RESTMapper(fetch, clock=FakeClock())
+    mapper = RESTMapper(fetch, clock=FakeClock(100.0, sleeps_advance=True))
     await mapper.resource_for(GVK("", "v1", "ConfigMap"))
     mapper.invalidate()
     await mapper.resource_for(GVK("", "v1", "ConfigMap"))

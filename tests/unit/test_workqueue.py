@@ -19,42 +19,13 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from reconcile.ratelimiter import ItemExponentialFailureRateLimiter
 from reconcile.workqueue import LOW_PRIORITY, QueueShutDown, WorkQueue
+from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
 """Marks the async tests (strict mode); a module-wide pytestmark would warn on the sync ones."""
 
 WAIT = 5.0
 """Deadline of every condition a test waits for; reached only when the queue is broken."""
-
-
-class FakeClock:
-    """A clock for delayed adds that moves only on ``advance``; sleepers wake when passed."""
-
-    def __init__(self) -> None:
-        self.time = 0.0
-        self._sleepers: list[tuple[float, anyio.Event]] = []
-
-    def now(self) -> float:
-        return self.time
-
-    async def sleep(self, seconds: float) -> None:
-        sleeper = (self.time + seconds, anyio.Event())
-        if sleeper[0] <= self.time:
-            await anyio.lowlevel.checkpoint()
-            return
-        self._sleepers.append(sleeper)
-        try:
-            await sleeper[1].wait()
-        finally:
-            self._sleepers.remove(sleeper)
-
-    async def advance(self, seconds: float) -> None:
-        """Move time on and let every woken task (the queue's delay loop) run until blocked."""
-        self.time += seconds
-        for deadline, event in self._sleepers:
-            if deadline <= self.time:
-                event.set()
-        await anyio.wait_all_tasks_blocked()
 
 
 def drain_nowait(queue: WorkQueue[str]) -> list[str]:

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from reconcile.metrics import DURATION_BUCKETS, NoopQueueMetrics, QueueMetrics, WorkQueueMetrics
 from reconcile.ratelimiter import ItemExponentialFailureRateLimiter
 from reconcile.workqueue import WorkQueue
+from tests.builders import FakeClock
 
 LABELS = {"name": "widgets", "controller": "widget"}
 
@@ -23,16 +24,6 @@ FAMILIES = {
 }
 
 
-class FakeClock:
-    """Seconds that move only when the test says so."""
-
-    def __init__(self) -> None:
-        self.time = 100.0
-
-    def __call__(self) -> float:
-        return self.time
-
-
 @pytest.fixture
 def registry() -> CollectorRegistry:
     return CollectorRegistry()
@@ -40,7 +31,7 @@ def registry() -> CollectorRegistry:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(100.0)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 from prometheus_client import CollectorRegistry
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT
 from reconcile.errors import ApiError
@@ -235,10 +236,13 @@ class Controller:
         }
         if request.cluster:
             context["cluster"] = request.cluster
+        # bind + reset rather than bound_contextvars(), which also reads and restores every
+        # bound variable: a third of the controller's own cost of a no-op reconcile (cProfile).
+        tokens = bind_contextvars(**context)
         try:
-            with structlog.contextvars.bound_contextvars(**context):
-                await self._reconcile_and_handle(request)
+            await self._reconcile_and_handle(request)
         finally:
+            reset_contextvars(**tokens)
             self.metrics.worker_finished(time.perf_counter() - started)
 
     async def _reconcile_and_handle(self, request: Request) -> None:

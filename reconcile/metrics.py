@@ -360,6 +360,8 @@ class ControllerRecorder:
             counter.labels(name)
         self._active = families.active.labels(name)
         self._time = families.time.labels(name)
+        # Bound once: labels() hashes and looks up its arguments on every call.
+        self._success = families.total.labels(name, "success")
 
     def max_concurrent(self, workers: int) -> None:
         """Record the configured worker count."""
@@ -376,6 +378,9 @@ class ControllerRecorder:
 
     def result(self, result: str, *, terminal: bool = False, panic: bool = False) -> None:
         """Count one reconcile outcome (success, error, requeue, requeue_after)."""
+        if result == "success":
+            self._success.inc()
+            return
         families = self._families
         families.total.labels(self._name, result).inc()
         if result == "error":

@@ -88,7 +88,8 @@ class ItemExponentialFailureRateLimiter:
 
     def forget(self, item: Hashable) -> None:
         """Reset ``item``'s failure count."""
-        self._failures.pop(item, None)
+        if self._failures:  # every success forgets: skip hashing the key when nothing failed
+            self._failures.pop(item, None)
 
     def num_requeues(self, item: Hashable) -> int:
         """Failures of ``item`` since it was last forgotten."""

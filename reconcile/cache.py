@@ -155,6 +155,9 @@ class Cache:
         self._resync_period = resync_period
         self.sync_timeout = sync_timeout
         self._informers: dict[InformerScope, SharedInformer] = {}
+        # Reads' synced informers by (kind, namespace, metadata_only): a read looks them up
+        # once, not on every get (a kind's scope is fixed once it has informers; see configure).
+        self._readable: dict[tuple[GVK, str | None, bool], builtins.list[SharedInformer]] = {}
         self._indexers: dict[GVK, dict[str, IndexFunc]] = {}
         self._group: TaskGroup | None = None
         self._started = anyio.Event()
@@ -312,6 +315,7 @@ class Cache:
         finally:
             self._group = None
             self._started = anyio.Event()
+            self._readable.clear()
 
     def has_synced(self) -> bool:
         """Whether the cache runs and every informer requested so far has synced."""
@@ -351,12 +355,17 @@ class Cache:
     ) -> builtins.list[SharedInformer]:
         if not self.started:
             raise CacheNotStarted(f"cache read of {scope.gvk} before the cache was started")
+        memo = (scope.gvk, namespace, metadata_only)
+        readable = self._readable.get(memo)
+        if readable is not None:
+            return readable
         # Reads use the kind's configured informers, never one of their own.
         informers = [
             self._informer(scope, ns, metadata_only) for ns in scope.informer_namespaces(namespace)
         ]
         for informer in informers:
             await self.wait_for_informer(informer)
+        self._readable[memo] = informers
         return informers
 
     async def wait_for_informer(

@@ -315,12 +315,19 @@ class Client:
         content_type: str,
         timeout: aiohttp.ClientTimeout,
         accept: str = JSON,
+        *,
+        compressed: bool = True,
     ) -> aiohttp.ClientResponse:
-        """Send one request once the limiter allows; the caller must release the response."""
+        """Send one request once the limiter allows; the caller must release the response.
+
+        ``compressed=False`` asks for an uncompressed answer (``Accept-Encoding: identity``).
+        """
         if method != "GET" and self.write_guard is not None:
             self.write_guard(method, path)
         await self.limiter.acquire()
         headers = {"Accept": accept, "User-Agent": USER_AGENT}
+        if not compressed:
+            headers["Accept-Encoding"] = "identity"
         if data is not None:
             headers["Content-Type"] = content_type
         return await self._transport.request(
@@ -970,7 +977,13 @@ class Client:
         )
 
         async def attempt() -> aiohttp.ClientResponse:
-            response = await self._open("GET", path, query, None, JSON, timeout, accept)
+            # Uncompressed: kube-apiserver gzips a WatchList stream and then deflates and flushes
+            # every live event on it, which costs both sides CPU for little gain on events of a
+            # few KB (10 % of a no-op controller's busy time in a py-spy profile of
+            # bench/reconcile; client-go asks for gzip here).
+            response = await self._open(
+                "GET", path, query, None, JSON, timeout, accept, compressed=False
+            )
             if response.status >= 300:
                 try:
                     raw = await response.read()

@@ -34,6 +34,11 @@ class WatchEvents:
         self._ended = False
 
     @property
+    def content_encoding(self) -> str:
+        """The stream's Content-Encoding ("" when the events come uncompressed)."""
+        return str(self._response.headers.get("Content-Encoding", ""))
+
+    @property
     def closed(self) -> bool:
         """Whether the HTTP response was closed (the watch context was exited)."""
         return bool(self._response.closed)

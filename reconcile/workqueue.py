@@ -192,9 +192,11 @@ class WorkQueue(Generic[T]):
         Raises:
             QueueShutDown: the queue is shut down and nothing is left to hand out.
         """
-        await anyio.lowlevel.checkpoint()
         if self._queued:
-            return self._take()
+            await anyio.lowlevel.checkpoint()
+            if self._queued:
+                return self._take()
+        # Waiting for a key is a checkpoint too: no extra turn of the loop per live event.
         return await self._wait_and_take()
 
     def get_nowait(self) -> T:

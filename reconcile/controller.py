@@ -144,12 +144,15 @@ class Controller:
     async def warmup(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the queue and the sources until cancelled; reports started once they started.
 
+        A second call returns at once: the controller is warm already (whoever started first,
+        the manager's warmup or ``run()`` itself, owns the sources).
+
         Raises:
             SourceSyncError: a source did not sync within cache_sync_timeout.
-            RuntimeError: the controller was warmed up already.
         """
         if self._warming:
-            raise RuntimeError(f"controller {self.name!r} was started already")
+            task_status.started()
+            return
         self._warming = True
         async with self.queue, anyio.create_task_group() as group:
             # Set first: a watch() arriving while the sources below start is started too.

@@ -26,6 +26,8 @@ from anyio.abc import Process
 from reconcile import Client, NotFound
 from reconcile.leaderelection import LEASE
 from testenv import Environment
+from tests.e2e.convergence import Clusters
+from tests.e2e.stack import DEPLOYMENT
 
 LEASE_NAME = "reconcile-controller-manager"
 SCRIPT = Path(__file__).with_name("manager_process.py")
@@ -179,3 +181,87 @@ def managed_times(obj: Obj) -> dict[str, float]:
             moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
             times[entry["manager"]] = max(times.get(entry["manager"], 0.0), moment)
     return times
+
+
+class Supervisor:
+    """Keeps one replica running, as a Deployment would: a replica that exits (e.g. 1 after a
+    lost Lease) is started again as a new incarnation, ``<name>-<n>``, with its own record."""
+
+    def __init__(
+        self,
+        env: Environment,
+        name: str,
+        directory: Path,
+        *,
+        lease_namespace: str,
+        timings: Timings,
+    ) -> None:
+        self.env, self.name, self.directory = env, name, directory
+        self.lease_namespace, self.timings = lease_namespace, timings
+        self.incarnations: list[Replica] = []
+        self.exits: list[int] = []
+        self._stopping = False
+
+    @property
+    def current(self) -> Replica | None:
+        return self.incarnations[-1] if self.incarnations else None
+
+    async def run(self) -> None:
+        """Run incarnations until ``stop``."""
+        while not self._stopping:
+            name = f"{self.name}-{len(self.incarnations)}"
+            async with replica(
+                self.env,
+                name,
+                self.directory,
+                lease_namespace=self.lease_namespace,
+                timings=self.timings,
+            ) as one:
+                self.incarnations.append(one)
+                self.exits.append(await one.process.wait())
+
+    async def stop(self, timeout: float) -> int:
+        """SIGTERM the current incarnation and return its exit status."""
+        self._stopping = True
+        current = self.current
+        assert current is not None
+        current.process.send_signal(signal.SIGTERM)
+        return await current.exit_status(timeout)
+
+
+def writes_without_the_lease(one: Replica) -> list[Obj]:
+    """Writes that needed leadership and passed the guard while ``one`` did not lead by its own
+    record: before it first led, or after it recorded a loss (until it led again)."""
+    leading = False
+    found = []
+    for entry in one.records():
+        if entry["event"] == "leader":
+            leading = bool(entry["leading"])
+        elif (
+            entry["event"] == "write"
+            and entry["allowed"]
+            and entry["needs_leader"]
+            and "/leases" not in entry["path"]
+            and not leading
+        ):
+            found.append(entry)
+    return found
+
+
+async def changed_after_kill(clusters: Clusters, dead: Replica) -> list[str]:
+    """Objects of the test's namespaces (templates, bindings, Works, member Deployments) that the
+    apiserver's managedFields say the killed replica's field manager changed after the kill
+    (their times are whole seconds, rounded down, so this errs towards finding none)."""
+    assert dead.killed_at is not None
+    ns = clusters.namespace
+    objects = [
+        *await clusters.host.list_all(DEPLOYMENT, namespace=ns),
+        *await clusters.bindings(),
+        *[w for found in (await clusters.works()).values() for w in found],
+        *[d for c in clusters.members for d in await clusters.member_deployments(c)],
+    ]
+    return [
+        f"{obj['kind']} {obj['metadata']['name']}"
+        for obj in objects
+        if managed_times(obj).get(dead.field_manager, 0.0) > dead.killed_at
+    ]

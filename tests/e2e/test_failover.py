@@ -35,8 +35,14 @@ from tests.e2e.convergence import (
     label_policy,
     labelled_template,
 )
-from tests.e2e.replicas import Replica, Timings, leader_of, lease_holder, managed_times, replica
-from tests.e2e.stack import DEPLOYMENT
+from tests.e2e.replicas import (
+    Replica,
+    Timings,
+    changed_after_kill,
+    leader_of,
+    lease_holder,
+    replica,
+)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
@@ -115,7 +121,7 @@ async def _failover(clusters: Clusters, a: Replica, b: Replica) -> None:
     took = await converge(clusters, {*names, "after-kill"}, CONVERGE_TIMEOUT, _all_replicas)
     print(f"converged {took:.1f}s after the failover")
     _assert_standby_wrote_only_while_leading(standby)
-    await _assert_nothing_changed_by_the_dead(clusters, leader)
+    assert not await changed_after_kill(clusters, leader)
 
     await clusters.clean_up([*names, "after-kill"], "failover", CONVERGE_TIMEOUT)
     standby.process.send_signal(signal.SIGTERM)
@@ -179,23 +185,3 @@ def _assert_standby_wrote_only_while_leading(standby: Replica) -> None:
     assert not early, f"{standby.name} wrote before it led: {early[:3]}"
     refused = [w for w in standby.records("write") if not w["allowed"]]
     print(f"standby {standby.name}: {len(refused)} writes refused while not leading")
-
-
-async def _assert_nothing_changed_by_the_dead(clusters: Clusters, dead: Replica) -> None:
-    """The apiserver's managedFields: no object in the test's namespaces was changed by the
-    killed replica's field manager after the kill (its times are whole seconds, rounded down)."""
-    assert dead.killed_at is not None
-    ns = clusters.namespace
-    objects = [
-        *await clusters.host.list_all(DEPLOYMENT, namespace=ns),
-        *await clusters.bindings(),
-        *[w for found in (await clusters.works()).values() for w in found],
-        *[d for c in clusters.members for d in await clusters.member_deployments(c)],
-    ]
-    late = [
-        f"{obj['kind']} {name_of(obj)} at {when:.0f}"
-        for obj in objects
-        if (when := managed_times(obj).get(dead.field_manager)) is not None
-        and when > dead.killed_at
-    ]
-    assert not late, f"changed by the killed {dead.name} after the kill: {late[:5]}"

@@ -11,6 +11,13 @@ registry's rules) gets a Warning Event ``MemberConfigInvalid`` saying why (the c
 controller says it in Ready too) and is not retried: it is looked at again when the Cluster or a
 Secret it references changes (the controller watches the Secrets of the cluster namespace), since
 retrying a configuration that nobody changed cannot succeed.
+
+The member connections themselves are also made by a second controller, ``member-connections``,
+that runs on every replica (``need_leader_election=False``) and only reads: a standby holds the
+members' clients and caches before it leads, so a takeover applies Works at once instead of
+first connecting to every member (#15 item 5, standbys keep warm caches). It disconnects a member
+only once its Cluster is gone; while one is being deleted, the leader's cluster controller
+disconnects it after its Works, and with them its member objects, are gone.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
     AlreadyExists,
+    ControllerOptions,
     Manager,
     NotFound,
     Request,
@@ -46,6 +54,7 @@ __all__ = [
     "MEMBER_SECRETS",
     "PERMISSIONS",
     "ClusterController",
+    "MemberConnections",
     "setup_cluster_controller",
 ]
 
@@ -128,10 +137,40 @@ class ClusterController:
         return None
 
 
+class MemberConnections:
+    """Connects this replica to every member, leader or not; writes nothing.
+
+    Invalid member configurations are reported by the leader's ClusterController (its Event),
+    not here: every replica would report them again.
+    """
+
+    def __init__(self, manager: Manager, registry: MemberRegistry) -> None:
+        self.client = manager.client
+        self.registry = registry
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Connect to the member of one Cluster, or disconnect once the Cluster is gone."""
+        try:
+            cluster = await self.client.get(CLUSTER_GVK, request.name)
+        except NotFound:
+            self.registry.remove(request.name)
+            return None
+        if not is_being_deleted(cluster):
+            # Looked at again when the Cluster or its Secret changes, as in ClusterController.
+            with contextlib.suppress(MemberConfigError):
+                await self.registry.ensure(cluster)
+        return None
+
+
 def setup_cluster_controller(manager: Manager, registry: MemberRegistry) -> ClusterController:
-    """Register the cluster controller with ``manager``."""
+    """Register the cluster controller (leader only) and the member-connections controller
+    (every replica) with ``manager``."""
     reconciler = ClusterController(manager, registry)
-    secrets = ClusterSecrets(manager.cache, registry.options.cluster_namespace)
-    builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster").watches(secrets)
-    builder.complete(reconciler)
+    namespace = registry.options.cluster_namespace
+    builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster")
+    builder.watches(ClusterSecrets(manager.cache, namespace)).complete(reconciler)
+    connections = controller_managed_by(manager).for_(CLUSTER_GVK).named("member-connections")
+    connections.watches(ClusterSecrets(manager.cache, namespace))
+    connections.with_options(ControllerOptions(need_leader_election=False))
+    connections.complete(MemberConnections(manager, registry))
     return reconciler

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import orjson
 
 from controllers.api import (
@@ -283,6 +284,9 @@ class MemberRegistry:
         self._scratch = scratch
         self._fingerprints: dict[str, str] = {}
         self._listeners: list[Callable[[str], None]] = []
+        # The cluster and member-connections controllers both ensure a member: one at a time, so
+        # the second finds the first's connection instead of replacing it.
+        self._locks: dict[str, anyio.Lock] = {}
 
     def on_connected(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(name)`` each time member ``name`` gets a new client and cache."""
@@ -306,7 +310,8 @@ class MemberRegistry:
         """
         name = str(cluster["metadata"]["name"])
         try:
-            return await self._ensure(name, cluster)
+            async with self._locks.setdefault(name, anyio.Lock()):
+                return await self._ensure(name, cluster)
         except MemberConfigError as error:
             self.remove(name)
             raise MemberConfigError(error.reason, f"cluster {name}: {error}") from None

@@ -115,6 +115,7 @@ class _Child:
     spawned: float
     imported: float = 0.0
     imported_rss_kib: int = 0
+    imported_cpu: float = 0.0
     done: dict[str, float] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -134,6 +135,7 @@ class _Child:
         if words[:1] == ["IMPORTED"]:
             self.imported = float(words[1])
             self.imported_rss_kib = rss_kib(self.process.pid)[0]
+            self.imported_cpu = cpu_seconds(self.process.pid)
         elif words[:1] == ["DONE"]:
             self.done[words[1]] = float(words[2])
             self.calls[words[1]] = int(words[3])
@@ -162,6 +164,7 @@ class _Figures:
     """One contender's figures from one run (seconds, CPU seconds, MiB)."""
 
     import_seconds: float
+    import_cpu: float
     import_rss: float
     start_seconds: float
     start_cpu: float
@@ -233,6 +236,7 @@ async def _contender(
             group.cancel_scope.cancel()
     return _Figures(
         import_seconds=child.imported - spawned,
+        import_cpu=child.imported_cpu,
         import_rss=_mib(child.imported_rss_kib),
         start_seconds=start_seconds,
         start_cpu=start_cpu,
@@ -254,6 +258,7 @@ _ROWS: Final = (
     ("start: spawn to all reconciled once, s", "start_seconds"),
     ("  of which interpreter + imports, s", "import_seconds"),
     ("  CPU used by then, s", "start_cpu"),
+    ("  of which interpreter + imports, CPU s", "import_cpu"),
     ("live touch: parent's writes took, s", "live_writes"),
     ("live touch: first write to all handled, s", "live_seconds"),
     ("live touch: last write to all handled, s", "live_lag"),
@@ -288,6 +293,7 @@ def _report(objects: int, results: dict[str, list[_Figures]]) -> None:
 
     rates = (
         ("start: objects / (start - imports)", "start_seconds", "import_seconds"),
+        ("start: objects / child CPU second after imports", "start_cpu", "import_cpu"),
         ("live touch: objects / first write to done", "live_seconds", None),
         ("live touch: objects / child CPU second", "live_cpu", None),
         ("backlog: objects / SIGCONT to done", "backlog_seconds", None),

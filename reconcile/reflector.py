@@ -4,7 +4,9 @@ The loop, as in client-go's reflector. Sync, by default through a WatchList (cli
 since 1.35): one watch with sendInitialEvents=true and resourceVersionMatch=NotOlderThan streams
 the current objects as ADDED events and ends them with a BOOKMARK annotated
 ``k8s.io/initial-events-end``; the events collected until then reach the sink as one replace, and
-the same stream goes on as the watch. A server that refuses it (400/422: the WatchList feature off,
+the same stream goes on as the watch. A sink that stages (an informer) gets each object as it
+arrives and returns the form it will store (the encoding), so the reflector never holds the
+decoded objects until the bookmark. A server that refuses it (400/422: the WatchList feature off,
 or older than 1.27) or whose stream ends before that bookmark (it ignored sendInitialEvents) gets
 list+watch from then on; any other failure of a watch-list falls back to a list for that round.
 

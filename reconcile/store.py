@@ -11,7 +11,8 @@ object of its own to change as it likes. That is cheaper both ways than keeping 
 copying them on read as controller-runtime's cache does: a decoded Kubernetes object takes four to
 five times the memory of its JSON in CPython (a Work of 3 KB is 14 KB of dicts and strings), and
 decoding it takes about a third of the time of a deep copy. Index functions see the decoded object
-when it is stored.
+when it is stored; the namespace index is read from the key, so objects stored from their encodings
+(``upsert_encoded``) are decoded only for the other indexes.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 
 def _namespace_index(obj: Obj) -> list[str]:
+    # What the namespace index means; the Indexer computes it from the key (_namespace_of_key).
     namespace = obj["metadata"].get("namespace")
     return [namespace] if namespace else []
 

@@ -194,13 +194,22 @@ class SharedInformer:
     def replace(self, items: list[Obj], resource_version: str) -> None:
         """Make the store equal ``items``: adds, updates, and deletes for what is gone."""
         initial = not self._synced
+        # Nothing of the list is freed until every object is stored: what a transform drops from
+        # an object or its metadata (managedFields, by default) stays referenced here, so the
+        # keys and encodings made meanwhile are laid out after the list instead of in its holes,
+        # and the list's memory can be returned whole once the reflector drops it.
+        held: list[object] = []
+        for item in items:
+            held += item.values()
+            held += (item.get("metadata") or {}).values()
         incoming = {}
         for item in items:
             obj = self._transformed(item)
             incoming[object_key(obj)] = obj
         self._delete_missing(incoming)
-        for obj in incoming.values():
-            self._notify_upsert(self.indexer.upsert(obj), obj, initial)
+        for key, obj in incoming.items():
+            self._notify_upsert(self.indexer.upsert_encoded(key, encode(obj), obj), obj, initial)
+        del held
         self._replaced(initial)
 
     def stage(self, obj: Obj) -> bytes:

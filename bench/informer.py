@@ -11,8 +11,9 @@ contender in a subprocess of its own, given the kubeconfig path, so memory figur
 - ``strip``: the same informer made to list+watch (``KUBE_FEATURE_WatchListClient=false``);
 - ``keep``: list+watch with ``transform=None``: objects stored with their managedFields;
 - ``meta``: a metadata-only ``SharedInformer`` as the cache opens for ``metadata_only=True``: the
-  apiserver sends PartialObjectMetadata (no data), stored with the cache's metadata transform
-  (list+watch, as ``strip``);
+  apiserver sends PartialObjectMetadata (no data), stored with the cache's metadata transform,
+  synced through a WatchList as by default;
+- ``meta-list``: the same made to list+watch;
 - ``peer``: kubernetes-asyncio ``CoreV1Api.list_namespaced_config_map`` deserialized into
   ``V1ConfigMap`` models kept in a dict by key, then its ``Watch().stream`` from the list's
   resourceVersion, as a hand-written informer on that client would do.
@@ -67,7 +68,9 @@ from testenv import Environment
 __all__ = ["main"]
 
 METADATA_VARIANT: Final = "meta"
-VARIANTS: Final = ("watchlist", "strip", "keep", METADATA_VARIANT, "peer")
+METADATA_LIST_VARIANT: Final = "meta-list"
+VARIANTS: Final = ("watchlist", "strip", "keep", METADATA_VARIANT, METADATA_LIST_VARIANT, "peer")
+WATCH_LIST_VARIANTS: Final = ("watchlist", METADATA_VARIANT)
 ROOT: Final = Path(__file__).resolve().parents[1]
 RESULT: Final = "RESULT "
 
@@ -191,9 +194,9 @@ def child(variant: str, kubeconfig: Path, traced: bool) -> None:
     if variant == "peer":
         result = anyio.run(_peer, kubeconfig, traced)
     else:
-        if variant != "watchlist":
+        if variant not in WATCH_LIST_VARIANTS:
             os.environ[WATCH_LIST_ENV] = "false"  # read when the informer's reflector is made
-        if variant == METADATA_VARIANT:
+        if variant in (METADATA_VARIANT, METADATA_LIST_VARIANT):
             result = anyio.run(_metadata_only, kubeconfig, traced)
         else:
             result = anyio.run(_ours, kubeconfig, traced, variant == "keep")
@@ -211,7 +214,9 @@ def _spawn(variant: str, kubeconfig: Path, traced: bool) -> dict[str, Any]:
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"child {variant} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1].removeprefix(RESULT))
-    wanted = {"watchlist": "watch-list", "peer": None}.get(variant, "list")
+    wanted = None if variant == "peer" else "list"
+    if variant in WATCH_LIST_VARIANTS:
+        wanted = "watch-list"
     if result.get("via") != wanted:
         raise RuntimeError(f"child {variant} synced by {result.get('via')}, not {wanted}")
     return result
@@ -243,7 +248,8 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
         "watchlist": "reconcile, WatchList (default)",
         "strip": "reconcile, list+watch",
         "keep": "reconcile, list+watch, transform=None",
-        METADATA_VARIANT: "reconcile, list+watch, metadata only",
+        METADATA_VARIANT: "reconcile, WatchList, metadata only",
+        METADATA_LIST_VARIANT: "reconcile, list+watch, metadata only",
         "peer": "peer: kubernetes-asyncio models",
     }
     objects = timed["peer"][0]["objects"]
@@ -264,7 +270,8 @@ def _measure(kubeconfig: Path, rounds: int) -> None:
         )
     print("\nratios (below 1: the first is faster or smaller)")
     pairs = [("watchlist", "strip"), ("watchlist", "peer"), ("strip", "peer")]
-    for variant, other in [*pairs, (METADATA_VARIANT, "strip"), (METADATA_VARIANT, "peer")]:
+    metadata = [(METADATA_VARIANT, METADATA_LIST_VARIANT), (METADATA_VARIANT, "peer")]
+    for variant, other in [*pairs, *metadata]:
         time_ratio = median(variant, "seconds") / median(other, "seconds")
         rss_ratio = median(variant, "rss_delta_kib") / median(other, "rss_delta_kib")
         peak_ratio = median(variant, "peak_delta_kib") / median(other, "peak_delta_kib")

@@ -30,7 +30,7 @@ from reconcile.reflector import (
     Reflector,
     StateSignal,
 )
-from reconcile.store import Indexer, IndexFunc, Obj, object_key
+from reconcile.store import Indexer, IndexFunc, Obj, decode, encode, object_key
 
 __all__ = [
     "ResourceEventHandler",
@@ -194,25 +194,63 @@ class SharedInformer:
     def replace(self, items: list[Obj], resource_version: str) -> None:
         """Make the store equal ``items``: adds, updates, and deletes for what is gone."""
         initial = not self._synced
+        # Nothing of the list is freed until every object is stored: what a transform drops from
+        # an object or its metadata (managedFields, by default) stays referenced here, so the
+        # keys and encodings made meanwhile are laid out after the list instead of in its holes,
+        # and the list's memory can be returned whole once the reflector drops it.
+        held: list[object] = []
+        for item in items:
+            held += item.values()
+            held += (item.get("metadata") or {}).values()
         incoming = {}
         for item in items:
             obj = self._transformed(item)
             incoming[object_key(obj)] = obj
+        self._delete_missing(incoming)
+        for key, obj in incoming.items():
+            self._notify_upsert(self.indexer.upsert_encoded(key, encode(obj), obj), obj, initial)
+        del held
+        self._replaced(initial)
+
+    def stage(self, obj: Obj) -> bytes:
+        """``obj`` as the store will keep it (transformed, encoded), for ``replace_encoded``.
+
+        A reflector stages a watch-list's objects as they arrive, so that until its bookmark it
+        holds their encodings rather than thousands of decoded objects.
+        """
+        return encode(self._transformed(obj))
+
+    def replace_encoded(self, items: Mapping[str, bytes], resource_version: str) -> None:
+        """``replace`` for objects given by key in the form ``stage`` made: the same adds,
+        updates, deletes and sync, each object decoded only for the handlers (if any)."""
+        initial = not self._synced
+        self._delete_missing(items)
+        for key, encoded in items.items():
+            # One decoded object at a time, dropped before the next: nothing to fragment the heap.
+            obj = decode(encoded) if self._registrations else None
+            previous = self.indexer.upsert_encoded(key, encoded, obj)
+            if obj is not None:
+                self._notify_upsert(previous, obj, initial)
+        self._replaced(initial)
+
+    def _delete_missing(self, incoming: Mapping[str, object]) -> None:
         for key in self.indexer.keys():  # noqa: SIM118 - a copy: deleting while iterating
             if key not in incoming:
                 old = self.indexer.delete(key)
                 if old is not None:
                     self._notify_delete(old)
-        for obj in incoming.values():
-            previous = self.indexer.upsert(obj)
-            if previous is None:
-                self._notify_add(obj, initial)
-            else:
-                self._notify_update(previous, obj)
+
+    def _replaced(self, initial: bool) -> None:
         if initial:
             self._synced = True
             for registration in self._registrations:
                 registration._initial_delivered()
+
+    def _notify_upsert(self, previous: Obj | None, obj: Obj, initial: bool) -> None:
+        if previous is None:
+            self._notify_add(obj, initial)
+        else:
+            self._notify_update(previous, obj)
 
     def apply(self, event_type: str, obj: Obj) -> None:
         """Apply one watch event and notify."""
@@ -222,11 +260,7 @@ class SharedInformer:
             self.indexer.delete(object_key(obj))
             self._notify_delete(obj)
             return
-        previous = self.indexer.upsert(obj)
-        if previous is None:
-            self._notify_add(obj, False)
-        else:
-            self._notify_update(previous, obj)
+        self._notify_upsert(self.indexer.upsert(obj), obj, False)
 
     def _transformed(self, obj: Obj) -> Obj:
         return self._transform(obj) if self._transform else obj

@@ -11,7 +11,8 @@ object of its own to change as it likes. That is cheaper both ways than keeping 
 copying them on read as controller-runtime's cache does: a decoded Kubernetes object takes four to
 five times the memory of its JSON in CPython (a Work of 3 KB is 14 KB of dicts and strings), and
 decoding it takes about a third of the time of a deep copy. Index functions see the decoded object
-when it is stored.
+when it is stored; the namespace index is read from the key, so objects stored from their encodings
+(``upsert_encoded``) are decoded only for the other indexes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ __all__ = [
     "IndexFunc",
     "Indexer",
     "Obj",
+    "decode",
     "deep_copy",
+    "encode",
     "object_key",
     "release_heap",
 ]
@@ -49,8 +52,15 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 
 def _namespace_index(obj: Obj) -> list[str]:
+    # What the namespace index means; the Indexer computes it from the key (_namespace_of_key).
     namespace = obj["metadata"].get("namespace")
     return [namespace] if namespace else []
+
+
+def _namespace_of_key(key: str) -> list[str]:
+    # Neither names nor namespaces may contain "/": the key says what _namespace_index would.
+    namespace, slash, _ = key.partition("/")
+    return [namespace] if slash else []
 
 
 def _label_index(key: str) -> IndexFunc:
@@ -61,7 +71,8 @@ def _label_index(key: str) -> IndexFunc:
     return values
 
 
-def _encode(obj: Obj) -> bytes:
+def encode(obj: Obj) -> bytes:
+    """``obj`` in the form the store keeps it: compact JSON, in a block of its exact size."""
     # orjson returns its output in the buffer it grew while writing, shrunk in place: glibc keeps
     # the whole block, so kept as is an encoding of 1.5 KiB held about 8 KiB of heap (50,000 Work
     # encodings: 389 MiB of heap for 72 MiB of JSON). An exact-size copy costs 0.2 us.
@@ -90,7 +101,8 @@ def release_heap() -> None:
         _TRIM(0)
 
 
-def _decode(encoded: bytes) -> Obj:
+def decode(encoded: bytes) -> Obj:
+    """A fresh object from its stored form (``encode``)."""
     obj: Obj = orjson.loads(encoded)
     return obj
 
@@ -125,11 +137,11 @@ class Indexer:
     def get(self, key: str) -> Obj | None:
         """The object stored under ``key``, or None."""
         encoded = self._items.get(key)
-        return None if encoded is None else _decode(encoded)
+        return None if encoded is None else decode(encoded)
 
     def values(self) -> list[Obj]:
         """Every stored object: each one decoded, so prefer an index to a walk over all."""
-        return [_decode(encoded) for encoded in self._items.values()]
+        return [decode(encoded) for encoded in self._items.values()]
 
     def keys(self) -> list[str]:
         """Every key."""
@@ -148,7 +160,7 @@ class Indexer:
             index: dict[str, set[str]] = {}
             self._indices[name] = index
             for key, encoded in self._items.items():
-                for value in func(_decode(encoded)):
+                for value in func(decode(encoded)):
                     index.setdefault(value, set()).add(key)
 
     def index_names(self) -> list[str]:
@@ -161,7 +173,7 @@ class Indexer:
         Raises:
             KeyError: no such index.
         """
-        return [_decode(self._items[key]) for key in self.index_keys(index_name, value)]
+        return [decode(self._items[key]) for key in self.index_keys(index_name, value)]
 
     def index_keys(self, index_name: str, value: str) -> list[str]:
         """Keys filed under ``value`` in ``index_name``, sorted.
@@ -206,12 +218,24 @@ class Indexer:
         The store keeps ``obj``'s encoding, not ``obj``: changing ``obj`` afterwards does not
         change what is stored.
         """
-        key = object_key(obj)
+        return self._put(object_key(obj), encode(obj), obj)
+
+    def upsert_encoded(self, key: str, encoded: bytes, obj: Obj | None = None) -> Obj | None:
+        """Store an object given in its stored form (``encode``) under its key (``object_key``);
+        returns the object it replaced, if any.
+
+        ``obj``, when given, is ``encoded`` decoded, for the index functions. Without it the
+        object is decoded only when an index other than ``namespace`` needs it: a store filled
+        from encodings made as they arrived never holds their decoded forms at once.
+        """
+        return self._put(key, encoded, obj)
+
+    def _put(self, key: str, encoded: bytes, obj: Obj | None) -> Obj | None:
         old = self.get(key)
         if old is not None:
             self._unindex(key, old)
-        self._items[key] = _encode(obj)
-        self._index(key, obj)
+        self._items[key] = encoded
+        self._index(key, encoded if obj is None else obj)
         return old
 
     def delete(self, key: str) -> Obj | None:
@@ -219,20 +243,29 @@ class Indexer:
         encoded = self._items.pop(key, None)
         if encoded is None:
             return None
-        old = _decode(encoded)
+        old = decode(encoded)
         self._unindex(key, old)
         return old
 
-    def _index(self, key: str, obj: Obj) -> None:
-        for name, func in self._indexers.items():
-            index = self._indices[name]
-            for value in func(obj):
+    def _values_of(self, name: str, key: str, obj: Obj) -> Iterable[str]:
+        if name == NAMESPACE_INDEX:
+            return _namespace_of_key(key)
+        return self._indexers[name](obj)
+
+    def _index(self, key: str, obj: Obj | bytes) -> None:
+        for name, index in self._indices.items():
+            if name == NAMESPACE_INDEX:
+                values: Iterable[str] = _namespace_of_key(key)
+            else:
+                if isinstance(obj, bytes):
+                    obj = decode(obj)  # once, for every index that needs it
+                values = self._indexers[name](obj)
+            for value in values:
                 index.setdefault(value, set()).add(key)
 
     def _unindex(self, key: str, obj: Obj) -> None:
-        for name, func in self._indexers.items():
-            index = self._indices[name]
-            for value in func(obj):
+        for name, index in self._indices.items():
+            for value in self._values_of(name, key, obj):
                 keys = index.get(value)
                 if keys is not None:
                     keys.discard(key)

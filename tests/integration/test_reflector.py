@@ -15,11 +15,12 @@ import anyio
 import pytest
 import pytest_asyncio
 
+from reconcile.cacheoptions import CacheOptions
 from reconcile.client import Client, ListerWatcher
 from reconcile.config import ClusterConfig
 from reconcile.errors import ApiError
 from reconcile.gvk import GVK
-from reconcile.informer import SharedInformer
+from reconcile.informer import FuncHandler, SharedInformer
 from reconcile.reflector import Backoff, Reflector, is_resource_version_too_large
 from reconcile.store import Obj
 from testenv import ControlPlane, Environment, eventually
@@ -129,6 +130,46 @@ async def test_an_informer_syncs_through_a_watch_list_and_sees_later_events(
         # The events came on the watch-list's own stream: no second watch was opened.
         assert counting.watches == []
         group.cancel_scope.cancel()
+
+
+async def test_a_metadata_only_watch_list_is_staged_as_it_streams_and_notified_at_its_end(
+    client: Client, namespace: str
+) -> None:
+    for name in ("a", "b", "c"):
+        await client.create({**_cm(name, namespace), "data": {"big": name * 4096}})
+    metadata = CacheOptions().scope_of(CONFIGMAP).transform_for(metadata_only=True)
+    assert metadata is not None
+    staged_before: list[int] = []  # how many objects the reflector held when each one arrived
+
+    def noting(obj: Obj) -> Obj:
+        staged_before.append(len(informer.reflector._initial or ()))
+        return metadata(obj)
+
+    added: list[tuple[str, bool, bool]] = []
+    lister = client.lister_watcher(CONFIGMAP, namespace=namespace, metadata_only=True)
+    informer = SharedInformer(lister, name="cms metadata", backoff=FAST, transform=noting)
+    informer.add_event_handler(
+        FuncHandler(
+            add=lambda obj, initial: added.append(
+                (obj["metadata"]["name"], initial, informer.has_synced())
+            )
+        )
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(informer.run)
+        with anyio.fail_after(20):
+            await informer.wait_for_sync()
+        group.cancel_scope.cancel()
+    assert informer.reflector.last_sync_via == "watch-list"
+    # Each object went through the transform as it arrived, while the earlier ones were staged;
+    # the handler heard of all three at the bookmark, as one replace, before has_synced.
+    assert staged_before == [0, 1, 2]
+    assert sorted(added) == [("a", True, False), ("b", True, False), ("c", True, False)]
+    stored = informer.indexer.get(f"{namespace}/a")
+    assert stored is not None
+    assert stored["kind"] == "PartialObjectMetadata"
+    assert "data" not in stored
+    assert "managedFields" not in stored["metadata"]
 
 
 async def test_without_watch_cache_or_watch_list_it_pages_and_falls_back_to_list_and_watch(

@@ -65,13 +65,13 @@ def informer() -> SharedInformer:
 def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the stored objects decoded."""
     calls: list[int] = []
-    decode = reconcile.store._decode
+    decode = reconcile.store.decode
 
     def counting(encoded: bytes) -> Any:
         calls.append(1)
         return decode(encoded)
 
-    monkeypatch.setattr(reconcile.store, "_decode", counting)
+    monkeypatch.setattr(reconcile.store, "decode", counting)
     return calls
 
 

@@ -7,6 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
+import reconcile.informer
+import reconcile.store
 from reconcile.cache import Cache, CacheNotStarted, CacheSyncError
 from reconcile.client import ListerWatcher
 from reconcile.errors import Forbidden
@@ -16,7 +18,7 @@ from reconcile.labels import Selector
 from reconcile.reflector import Backoff
 from reconcile.store import Obj
 from testenv import eventually
-from tests.unit.scripted import HANG, Script, cm, page
+from tests.unit.scripted import HANG, Script, cm, initial_events_end, page
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -325,3 +327,86 @@ async def test_an_equality_label_list_examines_only_the_matching_objects(
         assert len(examined) == 1000
         assert cache.scans == {CONFIGMAP: 1}
         group.cancel_scope.cancel()
+
+
+# A watch-list's objects are staged (transformed, encoded) as they arrive, stored at its bookmark.
+
+
+async def test_a_watch_list_transforms_each_object_on_arrival_and_notifies_at_the_bookmark() -> (
+    None
+):
+    seen: list[str] = []
+
+    def noting(obj: Obj) -> Obj:
+        seen.append(_name(obj))
+        obj["metadata"].pop("managedFields", None)
+        return obj
+
+    with_fields = cm("a", "11")
+    with_fields["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    events = [{"type": "ADDED", "object": obj} for obj in (with_fields, cm("b", "12"))]
+    script = Script(lists=[], watches=[], watch_lists=[[*events, HANG]])
+    informer = SharedInformer(script, name="cm", backoff=FAST, transform=noting)
+    recorder = Recorder()
+    registration = informer.add_event_handler(recorder)
+    async with anyio.create_task_group() as group:
+        group.start_soon(informer.run)
+        await eventually(lambda: _true(seen == ["a", "b"]))
+        # Transformed on arrival; no handler told, nothing stored, until the bookmark.
+        assert recorder.events == []
+        assert len(informer.indexer) == 0
+        assert not registration.has_synced()
+        group.cancel_scope.cancel()
+    script = Script(lists=[], watches=[], watch_lists=[[*events, initial_events_end("15"), HANG]])
+    informer = SharedInformer(script, name="cm", backoff=FAST)
+    informer.add_event_handler(recorder)
+    async with anyio.create_task_group() as group:
+        group.start_soon(informer.run)
+        await informer.wait_for_sync()
+        group.cancel_scope.cancel()
+    assert recorder.events == [("add", "a", True), ("add", "b", True)]
+    assert sorted(informer.indexer.keys()) == ["ns/a", "ns/b"]
+    assert "managedFields" not in (informer.indexer.get("ns/a") or {})["metadata"]
+    assert informer.indexer.index_keys("namespace", "ns") == ["ns/a", "ns/b"]
+
+
+async def test_a_staged_relist_turns_into_adds_updates_and_deletes_of_the_difference() -> None:
+    informer = SharedInformer(Script([], []), name="cm")
+    recorder = Recorder()
+    registration = informer.add_event_handler(recorder)
+    staged = {f"ns/{name}": informer.stage(cm(name, rv)) for name, rv in (("a", "1"), ("b", "2"))}
+    informer.replace_encoded(staged, "2")
+    assert registration.has_synced()
+    assert recorder.events == [("add", "a", True), ("add", "b", True)]
+    recorder.events.clear()
+    staged = {f"ns/{name}": informer.stage(cm(name, rv)) for name, rv in (("a", "5"), ("c", "6"))}
+    informer.replace_encoded(staged, "6")
+    assert recorder.events == [
+        ("delete", "b", "2"),
+        ("update", "a", "1", "5"),
+        ("add", "c", False),
+    ]
+
+
+async def test_a_staged_sync_without_handlers_decodes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decoded: list[bytes] = []
+    decode = reconcile.store.decode
+
+    def counting(encoded: bytes) -> Obj:
+        decoded.append(encoded)
+        return decode(encoded)
+
+    informer = SharedInformer(Script([], []), name="cm")
+    staged = {f"ns/{name}": informer.stage(cm(name, "1")) for name in ("a", "b")}
+    monkeypatch.setattr(reconcile.informer, "decode", counting)
+    monkeypatch.setattr(reconcile.store, "decode", counting)
+    informer.replace_encoded(staged, "1")
+    assert decoded == []  # the namespace index comes from the keys
+    assert informer.has_synced()
+    assert informer.indexer.index_keys("namespace", "ns") == ["ns/a", "ns/b"]
+    # An index added later, or a handler, decodes what it needs.
+    informer.add_indexers({"name": lambda obj: [obj["metadata"]["name"]]})
+    assert informer.indexer.index_keys("name", "b") == ["ns/b"]
+    assert len(decoded) == 2

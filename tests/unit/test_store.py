@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reconcile.store import Indexer, Obj, deep_copy, object_key
+from reconcile.store import Indexer, Obj, deep_copy, encode, object_key
 
 
 def _cm(name: str, namespace: str | None = "default", **labels: str) -> Obj:
@@ -136,3 +136,21 @@ def test_label_indexes_stay_exact_and_drop_emptied_values_under_random_churn() -
         store.delete(f"default/{name}")
     assert store.index_values("label:app") == []
     assert store.index_values("namespace") == []
+
+
+def test_an_encoded_upsert_is_indexed_like_a_decoded_one() -> None:
+    decoded = Indexer({"app": _by_app})
+    encoded = Indexer({"app": _by_app})
+    objects = [_cm("a", "x", app="web"), _cm("b", "y", app="db"), _cm("node", None, app="web")]
+    for obj in objects:
+        decoded.upsert(obj)
+        assert encoded.upsert_encoded(object_key(obj), encode(obj)) is None
+    for store in (decoded, encoded):
+        assert store.index_keys("namespace", "x") == ["x/a"]
+        assert store.index_values("namespace") == ["x", "y"]
+        assert store.index_keys("app", "web") == ["node", "x/a"]
+    changed = _cm("a", "x", app="db")
+    assert encoded.upsert_encoded("x/a", encode(changed), changed) == objects[0]
+    assert encoded.index_keys("app", "db") == ["x/a", "y/b"]
+    assert encoded.delete("x/a") == changed
+    assert encoded.index_values("namespace") == ["y"]

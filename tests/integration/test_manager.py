@@ -234,6 +234,8 @@ async def test_two_managers_elect_one_leader_and_hand_over(
         "lease_duration": LEASE_DURATION,
         "renew_deadline": scaled(1.5),
         "retry_period": RETRY_PERIOD,
+        # Released once the first manager stopped (off by default, as in controller-runtime).
+        "leader_election_release_on_cancel": True,
     }
 
     def build(identity: str, manager: Manager) -> None:
@@ -266,9 +268,9 @@ async def test_two_managers_elect_one_leader_and_hand_over(
                     "metadata": {"name": "x", "namespace": namespace},
                 }
             )
-        # A clean stop releases the Lease: the standby leads at its next try. Waiting for expiry
-        # instead would take at least the lease duration less one (jittered) retry from the last
-        # renewal before the stop.
+        # A clean stop releases the Lease (as asked): the standby leads at its next try. Expiry
+        # would take at least the lease duration less one (jittered) retry from the last renewal
+        # before the stop.
         stopped = anyio.current_time()
         first.stop()
         with anyio.fail_after(scaled(10)):

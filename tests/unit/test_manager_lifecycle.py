@@ -9,12 +9,14 @@ timeout bounds the whole stop however much is queued.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
 
+import aiohttp
 import anyio
 import pytest
 
@@ -279,3 +281,44 @@ async def test_the_graceful_timeout_bounds_the_whole_stop_with_10000_keys_queued
             stop = time.monotonic()
     assert time.monotonic() - stop < 0.5 + 1.0
     assert reconciled == 2
+
+
+async def test_cache_only_reconciles_leave_lease_renewals_and_healthz_on_time() -> None:
+    fake = FakeClient()
+    for index in range(10_000):
+        await fake.create(_configmap(f"cm{index:05}"))
+    options = replace(ELECTION, health_probe_bind_address="127.0.0.1:0")
+    manager = Manager(client=fake, options=options)
+    reconciled = 0
+
+    async def cache_only(request: Request) -> Result | None:
+        nonlocal reconciled
+        for _ in range(3):  # reads only: nothing here ever suspends
+            await manager.client.get(CONFIGMAP, request.name, namespace=request.namespace)
+        reconciled += 1
+        return None
+
+    controller_managed_by(manager).for_(CONFIGMAP).complete(cache_only)
+    probe_latencies: list[float] = []
+    renewals: list[float] = []  # local times at which a new renewTime was seen
+    with anyio.fail_after(60):
+        async with _started(manager), aiohttp.ClientSession() as session:
+            url = f"http://127.0.0.1:{manager.probe_port}/healthz"
+            await manager.elected.wait()
+            last_renewal = ""
+            while reconciled < 10_000:
+                asked = time.monotonic()
+                async with session.get(url) as response:
+                    assert response.status == 200
+                probe_latencies.append(time.monotonic() - asked)
+                lease = await fake.get(LEASE, "lifecycle", namespace="default")
+                if lease["spec"]["renewTime"] != last_renewal:
+                    last_renewal = lease["spec"]["renewTime"]
+                    renewals.append(time.monotonic())
+                await anyio.sleep(0.01)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(renewals)]
+    assert len(probe_latencies) > 20, "the reconciles took long enough to be probed throughout"
+    assert max(probe_latencies) < 0.25, f"/healthz waited up to {max(probe_latencies):.2f} s"
+    # Renewed every retry_period (0.2 s): no gap near the 1.5 s renew deadline.
+    assert gaps, "renewals were observed"
+    assert max(gaps) < 0.6, f"renewals {max(gaps):.2f} s apart"

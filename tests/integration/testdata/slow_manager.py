@@ -1,4 +1,5 @@
-"""A manager whose reconciles take 2 s; prints progress so a test can SIGTERM it mid-reconcile."""
+"""A manager whose reconciles take 2 s (or argv[3] s); prints progress so a test can SIGTERM it
+mid-reconcile."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from anyio.abc import TaskStatus
 from reconcile import GVK, Manager, ManagerOptions, Request, Result, controller_managed_by
 
 
-async def main(kubeconfig: str, namespace: str) -> None:
+async def main(kubeconfig: str, namespace: str, seconds: float) -> None:
     manager = await Manager.from_kubeconfig(
         kubeconfig,
         options=ManagerOptions(metrics_bind_address="0", graceful_shutdown_timeout=20),
@@ -20,7 +21,7 @@ async def main(kubeconfig: str, namespace: str) -> None:
         if request.namespace != namespace:
             return None
         print("reconcile started", flush=True)
-        await anyio.sleep(2)
+        await anyio.sleep(seconds)
         print("reconcile finished", flush=True)
         return None
 
@@ -38,4 +39,4 @@ async def _announce(manager: Manager, *, task_status: TaskStatus[None]) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2])
+    anyio.run(main, sys.argv[1], sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 2.0)

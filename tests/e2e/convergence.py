@@ -65,6 +65,16 @@ def shares(name: str, cluster: str) -> int:
     return SHARES[cluster]
 
 
+def scaled(names: Iterable[str], factor: int = 2) -> Expected:
+    """The default expectation, but the templates ``names`` scaled to ``factor`` x REPLICAS."""
+    bigger = frozenset(names)
+
+    def expected(name: str, cluster: str) -> int:
+        return SHARES[cluster] * (factor if name in bigger else 1)
+
+    return expected
+
+
 def labelled_template(name: str, namespace: str, labels: dict[str, str]) -> Obj:
     """A REPLICAS Deployment template carrying ``labels`` (what the policy selects)."""
     template = new_deployment(name, namespace, REPLICAS)
@@ -296,9 +306,16 @@ async def problems(clusters: Clusters, names: set[str], want: Expected = shares)
 
 
 async def converge(
-    clusters: Clusters, names: set[str], timeout: float, want: Expected = shares
+    clusters: Clusters,
+    names: set[str],
+    timeout: float,
+    want: Expected = shares,
+    *,
+    interval: float = 0.5,
 ) -> float:
-    """Wait until the templates ``names`` have converged; returns the seconds it took.
+    """Wait until the templates ``names`` have converged, checking every ``interval`` seconds
+    (each check lists every binding, Work and member Deployment: a large namespace on shared
+    cores wants it longer); returns the seconds it took.
 
     Raises:
         AssertionError: not within ``timeout``; the message lists what still differs.
@@ -312,7 +329,7 @@ async def converge(
         return not last
 
     try:
-        await eventually(converged, timeout=timeout, interval=0.5)
+        await eventually(converged, timeout=timeout, interval=interval)
     except AssertionError:
         shown = "\n  ".join(last[:20])
         raise AssertionError(

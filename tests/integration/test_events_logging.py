@@ -26,20 +26,23 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 EVENT = GVK("", "v1", "Event")
 
 
-async def test_repeated_events_are_aggregated_into_one_with_a_count(
-    host: ControlPlane, namespace: str
-) -> None:
+async def _client(host: ControlPlane) -> Client:
     config = await ClusterConfig.from_kubeconfig(
         host.kubeconfig, temp_dir=host.directory / "client"
     )
-    async with Client(config) as client:
-        subject = await client.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "subject", "namespace": namespace},
-            }
-        )
+    return Client(config)
+
+
+async def _configmap(client: Client, namespace: str, name: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": namespace}
+    return await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})
+
+
+async def test_repeated_events_are_aggregated_into_one_with_a_count(
+    host: ControlPlane, namespace: str
+) -> None:
+    async with await _client(host) as client:
+        subject = await _configmap(client, namespace, "subject")
         broadcaster = EventBroadcaster(client)
         recorder = broadcaster.recorder("tester")
         async with anyio.create_task_group() as group:
@@ -66,17 +69,8 @@ async def test_repeated_events_are_aggregated_into_one_with_a_count(
 async def test_ten_similar_events_are_combined_into_one_event_on_the_apiserver(
     host: ControlPlane, namespace: str
 ) -> None:
-    config = await ClusterConfig.from_kubeconfig(
-        host.kubeconfig, temp_dir=host.directory / "client"
-    )
-    async with Client(config) as client:
-        subject = await client.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "flappy", "namespace": namespace},
-            }
-        )
+    async with await _client(host) as client:
+        subject = await _configmap(client, namespace, "flappy")
         broadcaster = EventBroadcaster(client)
         recorder = broadcaster.recorder("tester")
         async with anyio.create_task_group() as group:

@@ -174,22 +174,3 @@ async def test_stop_lets_the_in_flight_reconcile_finish() -> None:
         with anyio.fail_after(5):
             await started.wait()
     assert finished.is_set(), "cancellation waited for the reconcile in flight"
-
-
-async def test_graceful_timeout_cuts_a_reconcile_that_takes_too_long() -> None:
-    started = anyio.Event()
-    finished = False
-
-    async def stuck(request: Request) -> Result | None:
-        nonlocal finished
-        started.set()
-        await anyio.sleep(60)
-        finished = True
-        return None
-
-    controller = Controller("g", stuck, options=ControllerOptions(graceful_shutdown_timeout=0.1))
-    with anyio.fail_after(5):
-        async with _running(controller) as send:
-            await send.send(_obj("a"))
-            await started.wait()
-    assert not finished

@@ -43,7 +43,7 @@ from reconcile.reconciler import (
     as_reconciler,
 )
 from reconcile.source import Source
-from reconcile.workqueue import QueueShutDown, WorkQueue
+from reconcile.workqueue import LOW_PRIORITY, QueueShutDown, WorkQueue
 
 __all__ = [
     "DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT",
@@ -154,6 +154,7 @@ class Controller:
             task_status.started()
             return
         self._warming = True
+        self.queue.priority_cap = LOW_PRIORITY  # until run() starts the workers
         async with self.queue, anyio.create_task_group() as group:
             # Set first: a watch() arriving while the sources below start is started too.
             self._group = group
@@ -177,6 +178,9 @@ class Controller:
             if not self._warming:
                 await group.start(self.warmup)
             await self._synced.wait()
+            # What a standby queued before it led was most likely handled by the old leader:
+            # changes from now on go first (controller-runtime's warmup queues them alike).
+            self.queue.priority_cap = None
             await self._run_workers(task_status)
 
     async def _wait_for_sources(self) -> None:

@@ -105,6 +105,7 @@ class WorkQueue(Generic[T]):
         "_sleep_scope",
         "_stale",
         "_waiting",
+        "priority_cap",
     )
 
     def __init__(
@@ -139,6 +140,9 @@ class WorkQueue(Generic[T]):
         self._stale: dict[tuple[int, T], int] = {}
         self._getters: deque[anyio.Event] = deque()
         self._shutting_down = False
+        self.priority_cap: int | None = None
+        """While set, keys are added at no more than this priority (a controller on a standby:
+        what it saw before leading waits behind what changes after)."""
         self._drained: anyio.Event | None = None
         # Delayed keys: key -> (ready time, sequence, priority); the heap may hold superseded
         # entries, recognised by their sequence number.
@@ -165,6 +169,8 @@ class WorkQueue(Generic[T]):
         """
         if self._shutting_down:
             return
+        if self.priority_cap is not None and priority > self.priority_cap:
+            priority = self.priority_cap
         if self._waiting:
             # Due now supersedes due later: one reconcile, not a second one when the delay ends
             # (controller-runtime's priority queue keeps one entry per key, with the earlier time).

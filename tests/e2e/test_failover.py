@@ -54,9 +54,10 @@ the default scale). Taking the Lease alone may take up to lease + retry * (1 + J
 (4.55 s): the standby last saw the record change up to one attempt before the kill, and tries
 again up to one jittered retry period after it expired."""
 PROPAGATION_SLACK = scaled(1.5)
-"""What the new template may take beyond FAILOVER_BOUND to reach the member: it queues behind the
-standby's backlog (every key it saw change while standing by, at the same priority), which on the
-loaded 2-core machine took 1.1 s to 3.4 s after the takeover (see docs/operations.md)."""
+"""What the new template may take beyond FAILOVER_BOUND to reach the member: created before the
+takeover, it is part of the standby's backlog (every key it saw change while standing by, queued
+at low priority so that changes after the takeover go first), which on the loaded 2-core machine
+took 1.1 s to 3.4 s after the takeover (see docs/operations.md)."""
 TEMPLATES = 40
 KILL_AFTER = 20
 """member1 Deployments seen before the SIGKILL: propagation is under way, far from done."""

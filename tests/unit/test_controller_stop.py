@@ -196,3 +196,22 @@ async def test_retries_and_requeues_keep_the_priority_of_the_key() -> None:
         async with _running(controller):
             await eventually(lambda: _true(len(seen) == 3), timeout=5)
     assert seen == [(0, LOW_PRIORITY), (1, LOW_PRIORITY), (2, LOW_PRIORITY)]
+
+
+async def test_what_a_standby_queued_waits_behind_changes_after_it_leads() -> None:
+    order: list[str] = []
+
+    async def note(request: Request) -> Result | None:
+        order.append(request.name)
+        return None
+
+    controller = Controller("standby", note, options=ControllerOptions())
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            await group.start(controller.warmup)  # a standby: sources and queue, no workers
+            controller.queue.add(Request("seen-while-standing-by", "ns"))
+            await group.start(controller.run)  # leadership: the workers start
+            controller.queue.add(Request("changed-after", "ns"))
+            await eventually(lambda: _true(len(order) == 2), timeout=5)
+            group.cancel_scope.cancel()
+    assert order == ["changed-after", "seen-while-standing-by"]

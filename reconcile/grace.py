@@ -54,14 +54,5 @@ current_grace: ContextVar[GracePeriod | None] = ContextVar("current_grace", defa
 
 
 def bounded_grace(seconds: float) -> AbstractContextManager[anyio.CancelScope]:
-    """``current_grace``'s bounded scope, or a plain shielded ``seconds`` timeout without one."""
-    grace = current_grace.get()
-    if grace is None:
-        return _plain(seconds)
-    return grace.bounded(seconds)
-
-
-@contextmanager
-def _plain(seconds: float) -> Iterator[anyio.CancelScope]:
-    with anyio.move_on_after(seconds, shield=True) as scope:
-        yield scope
+    """``current_grace``'s bounded scope; outside a manager, one of a period nobody cuts."""
+    return (current_grace.get() or GracePeriod()).bounded(seconds)

@@ -162,8 +162,8 @@ class Manager:
         self.options = options or ManagerOptions()
         if self.options.leader_election and not self.options.leader_election_id:
             raise ValueError("leader_election needs leader_election_id (the Lease's name)")
-        if self.options.leader_election:
-            self._election_config()  # bad lease timings fail here, not once running
+        # Bad lease timings fail here, not once running.
+        self._election = self._election_config() if self.options.leader_election else None
         self.registry = self.options.registry or CollectorRegistry()
         self.cluster = self._new_cluster("", config, client)
         self.clusters: dict[str, Cluster] = {"": self.cluster}
@@ -443,12 +443,12 @@ class Manager:
         )
 
     async def _lead(self) -> None:
-        if not self.options.leader_election:
+        if self._election is None:
             self._set_leader(True)
             await self._run_leader_runnables()
             return
         self._elector = LeaderElector(
-            self.cluster.api_reader, self._election_config(), on_change=self._set_leader
+            self.cluster.api_reader, self._election, on_change=self._set_leader
         )
         await self._elector.run(self._run_leader_runnables)
 

@@ -103,11 +103,7 @@ class Replica:
             return await self.process.wait()
 
     def tail(self, lines: int = 60) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError as error:
-            return f"<no log: {error}>"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.log, lines)
 
 
 def _command(env: Environment, replica: str, lease_namespace: str, timings: Timings) -> list[str]:
@@ -142,17 +138,34 @@ async def replica(
     record, log = directory / f"{name}.records", directory / f"{name}.log"
     command = _command(env, name, lease_namespace, timings)
     command[2] = str(record)
+    async with logged_process(command, log) as process:
+        yield Replica(name, process, record, log)
+
+
+@asynccontextmanager
+async def logged_process(command: list[str], log: Path) -> AsyncIterator[Process]:
+    """``command`` running with its output appended to ``log`` (after a line naming it); killed
+    and reaped on the way out if still running."""
     with log.open("ab") as out:
         out.write(f"--- {' '.join(command)}\n".encode())
         out.flush()
         process = await anyio.open_process(command, stdout=out, stderr=subprocess.STDOUT)
     try:
-        yield Replica(name, process, record, log)
+        yield process
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
                 process.kill()
             await process.aclose()
+
+
+def log_tail(log: Path, lines: int = 60) -> str:
+    """The last ``lines`` of ``log``, for a failure message."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as error:
+        return f"<no log: {error}>"
+    return "\n".join(text.splitlines()[-lines:])
 
 
 async def lease_holder(host: Client, namespace: str) -> str:

@@ -12,7 +12,6 @@ nothing orphaned.
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,6 +34,7 @@ from tests.e2e.convergence import (
     labelled_template,
     scaled,
 )
+from tests.e2e.replicas import log_tail, logged_process
 from tests.e2e.stack import DEPLOYMENT
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
@@ -61,14 +61,6 @@ def _names() -> list[str]:
     return [f"web-{i:03d}" for i in range(TEMPLATES)]
 
 
-def _tail(log: Path, lines: int = 80) -> str:
-    try:
-        text = log.read_text(errors="replace")
-    except OSError as error:
-        return f"<no log: {error}>"
-    return "\n".join(text.splitlines()[-lines:])
-
-
 @asynccontextmanager
 async def controller_manager(env: Environment, log: Path) -> AsyncIterator[Process]:
     """``reconcile controller-manager`` against the host, its output appended to ``log``; killed
@@ -84,17 +76,8 @@ async def controller_manager(env: Environment, log: Path) -> AsyncIterator[Proce
         "--health-probe-bind-address",
         "0",
     ]
-    with log.open("ab") as out:
-        out.write(f"--- {' '.join(command)}\n".encode())
-        out.flush()
-        process = await anyio.open_process(command, stdout=out, stderr=subprocess.STDOUT)
-    try:
+    async with logged_process(command, log) as process:
         yield process
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.kill()
-            await process.aclose()
 
 
 async def _exit_status(process: Process, timeout: float) -> int:
@@ -110,7 +93,7 @@ async def test_sigkill_mid_propagation_converges_after_restart(
         async with clusters_of(joined, namespace) as clusters:
             await _crash_and_converge(joined, clusters, log)
     except BaseException:
-        print(f"controller-manager log ({log}), last lines:\n{_tail(log)}")
+        print(f"controller-manager log ({log}), last lines:\n{log_tail(log, 80)}")
         raise
 
 

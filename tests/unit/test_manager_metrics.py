@@ -180,6 +180,44 @@ def test_the_cli_refuses_bad_metrics_flags_in_one_line(
     assert "\n" not in error
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(
+            ["--leader-elect-lease-duration=1s", "--leader-elect-renew-deadline=5s"],
+            "must be greater than renew_deadline",
+            id="deadline-past-lease",
+        ),
+        pytest.param(["--leader-elect-retry-period=0"], "retry_period must be positive", id="zero"),
+    ],
+)
+def test_the_cli_refuses_inconsistent_lease_timings_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    message: str,
+) -> None:
+    monkeypatch.setattr("controllers.cli.configure_logging", lambda **_: None)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    argv = ["controller-manager", f"--kubeconfig={kubeconfig}", "--leader-elect", *flags]
+    assert main([*argv, "--metrics-bind-address=0", "--health-probe-bind-address=0"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("controller-manager: ")
+    assert message in error
+    assert "\n" not in error
+
+
+def test_the_cli_refuses_a_lease_duration_that_is_not_a_duration(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["controller-manager", "--leader-elect-lease-duration=soon"])
+    assert exit_info.value.code == 2
+    assert "not a duration: 'soon'" in capsys.readouterr().err
+
+
 def test_a_standby_may_send_reviews_but_no_other_writes() -> None:
     options = ManagerOptions(metrics_bind_address="0", leader_election=True, leader_election_id="x")
     guard = Manager(client=FakeClient(), options=options).api_reader.write_guard

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
@@ -493,25 +494,57 @@ class Manager:
     async def run_until_signalled(self) -> None:
         """Start, and stop gracefully on SIGTERM or SIGINT (a second signal cancels at once).
 
+        For a process's main: once a signal began the stop, a watchdog thread ends the process
+        with status 1 if it is still running one second after the graceful timeout
+        (work that ignores cancellation cannot hold the process; controller-runtime's Start
+        returns at that point and abandons such goroutines).
+
         Raises:
             as start().
         """
-        async with anyio.create_task_group() as group:
+        watchdog: threading.Timer | None = None
+        try:
+            async with anyio.create_task_group() as group:
 
-            async def watch_signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for signum in signals:
-                        if self._stop.is_set():
-                            log.warning("second signal, stopping now")
-                            self._grace.cut()
-                            group.cancel_scope.cancel()
-                            return
-                        log.info("signal received, stopping", signal=signal.Signals(signum).name)
-                        self.stop()
+                async def watch_signals() -> None:
+                    nonlocal watchdog
+                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                        async for signum in signals:
+                            if self._stop.is_set():
+                                log.warning("second signal, stopping now")
+                                self._grace.cut()
+                                group.cancel_scope.cancel()
+                                return
+                            name = signal.Signals(signum).name
+                            log.info("signal received, stopping", signal=name)
+                            watchdog = _exit_after(self.options.graceful_shutdown_timeout)
+                            self.stop()
 
-            group.start_soon(watch_signals)
-            await self.start()
-            group.cancel_scope.cancel()
+                group.start_soon(watch_signals)
+                await self.start()
+                group.cancel_scope.cancel()
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+
+
+_EXIT_SLACK: Final = 1.0
+"""Seconds past the graceful timeout after which ``run_until_signalled`` ends the process."""
+
+
+def _exit_after(timeout: float) -> threading.Timer:
+    """A daemon timer that ends the process (status 1) once the stop overran its bound."""
+
+    def exit_now() -> None:
+        # Outside the event loop on purpose: a reconcile that swallows cancellation (or blocks
+        # the loop) still cannot keep a stopping process alive.
+        log.error("stop overran graceful_shutdown_timeout, exiting", timeout=timeout)
+        os._exit(1)
+
+    timer = threading.Timer(timeout + _EXIT_SLACK, exit_now)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 async def _ok() -> str | None:

@@ -1,5 +1,6 @@
 """A manager whose reconciles take 2 s (or argv[3] s); prints progress so a test can SIGTERM it
-mid-reconcile."""
+mid-reconcile. ``stubborn`` as argv[4]: the reconcile ignores cancellation and the graceful
+timeout is 1 s, for the stop's watchdog."""
 
 from __future__ import annotations
 
@@ -11,17 +12,19 @@ from anyio.abc import TaskStatus
 from reconcile import GVK, Manager, ManagerOptions, Request, Result, controller_managed_by
 
 
-async def main(kubeconfig: str, namespace: str, seconds: float) -> None:
+async def main(kubeconfig: str, namespace: str, seconds: float, stubborn: bool) -> None:
+    grace = 1.0 if stubborn else 20.0
     manager = await Manager.from_kubeconfig(
         kubeconfig,
-        options=ManagerOptions(metrics_bind_address="0", graceful_shutdown_timeout=20),
+        options=ManagerOptions(metrics_bind_address="0", graceful_shutdown_timeout=grace),
     )
 
     async def slow(request: Request) -> Result | None:
         if request.namespace != namespace:
             return None
         print("reconcile started", flush=True)
-        await anyio.sleep(seconds)
+        with anyio.CancelScope(shield=stubborn):  # stubborn: cancellation never reaches it
+            await anyio.sleep(seconds)
         print("reconcile finished", flush=True)
         return None
 
@@ -39,4 +42,5 @@ async def _announce(manager: Manager, *, task_status: TaskStatus[None]) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 2.0)
+    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 2.0
+    anyio.run(main, sys.argv[1], sys.argv[2], seconds, sys.argv[4:5] == ["stubborn"])

@@ -75,6 +75,10 @@ class QueueMetrics(Protocol):
         """A worker finished ``item``."""
         ...
 
+    def drop(self, item: Hashable) -> None:
+        """``item`` stopped waiting without reaching a worker (a discarding shutdown)."""
+        ...
+
     def retry(self) -> None:
         """An item was added back through the rate limiter."""
         ...
@@ -90,6 +94,9 @@ class NoopQueueMetrics:
         """Drop the report."""
 
     def done(self, item: Hashable) -> None:
+        """Drop the report."""
+
+    def drop(self, item: Hashable) -> None:
         """Drop the report."""
 
     def retry(self) -> None:
@@ -143,6 +150,9 @@ class _QueueSeries:
             worked = self._clock() - started
             self.work_counts[bisect_left(DURATION_BUCKETS, worked)] += 1
             self.work_sum += worked
+
+    def drop(self, item: Hashable) -> None:
+        self.added.pop(item, None)
 
     def retry(self) -> None:
         self.retries += 1

@@ -92,6 +92,7 @@ class WorkQueue(Generic[T]):
         "_metrics",
         "_on_add",
         "_on_done",
+        "_on_drop",
         "_on_get",
         "_ordered",
         "_parked",
@@ -123,6 +124,7 @@ class WorkQueue(Generic[T]):
         self._on_add = self._metrics.add
         self._on_get = self._metrics.get
         self._on_done = self._metrics.done
+        self._on_drop = self._metrics.drop
         self._clock: Clock = MonotonicClock() if clock is None else clock
         # Ready keys: one FIFO per priority, listed highest priority first. While only the
         # default FIFO exists and holds no stale entry (_simple), get() pops it directly.
@@ -483,6 +485,8 @@ class WorkQueue(Generic[T]):
         self._simple = len(self._ordered) == 1 and not self._stale
 
     def _drop_queued(self) -> None:
+        for item in itertools.chain(self._queued, self._parked):
+            self._on_drop(item)
         self._queued.clear()
         self._parked.clear()
         self._stale.clear()

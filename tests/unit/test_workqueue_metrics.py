@@ -205,6 +205,20 @@ def test_metrics_are_registered_once_per_registry(registry: CollectorRegistry) -
     assert WorkQueueMetrics.for_registry(other) is not metrics
 
 
+def test_keys_a_discarding_shutdown_drops_leave_the_depth(
+    registry: CollectorRegistry, queue: WorkQueue[str]
+) -> None:
+    for key in ("a", "b", "c"):
+        queue.add(key)
+    busy = queue.get_nowait()
+    queue.add(busy)  # parked while it is processed
+    assert sample(registry, "workqueue_depth") == 3
+    queue.shutdown(discard=True)
+    assert sample(registry, "workqueue_depth") == 0, "dropped keys are not waiting any more"
+    queue.done(busy)
+    assert sample(registry, "workqueue_depth") == 0
+
+
 def test_nothing_lands_on_the_global_registry(registry: CollectorRegistry) -> None:
     queue = WorkQueue[str](metrics=WorkQueueMetrics(registry).for_queue("widgets", "widget"))
     queue.add("a")

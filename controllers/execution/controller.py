@@ -33,7 +33,7 @@ gone. Then the finalizer is removed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -259,6 +259,34 @@ class _MemberWatches:
             watched[1].add(gvk)
         return managed_informer(member.cache, gvk)
 
+    def warm(self, name: str, member: Cluster, works: Iterable[Obj]) -> None:
+        """Watch the kinds ``works`` apply in ``member`` now, before any of them is reconciled.
+
+        Every replica does this, so a standby's member informers are synced when it takes over,
+        instead of each kind's first Work waiting for a member list after the takeover.
+        """
+        for work in works:
+            for manifest in manifests_of(work):
+                with contextlib.suppress(ValueError, AttributeError, TypeError):
+                    self.ensure(name, member, GVK.of(manifest))  # malformed: the reconcile says
+
+
+@dataclass
+class _WarmOnWork:
+    """Host Work informer handler: a Work's kinds are watched in its member as it appears."""
+
+    execution: ExecutionController
+
+    def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
+        self.execution.warm(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if manifests_of(old) != manifests_of(new):
+            self.execution.warm(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        pass
+
 
 class ExecutionController:
     """Reconciles Works: applies their manifests to the member and reports in their status."""
@@ -283,10 +311,24 @@ class ExecutionController:
         return self._works_of(name_of(cluster))
 
     def member_connected(self, name: str) -> None:
-        """Enqueue the Works of member ``name``, which has a new connection and cache."""
+        """Enqueue the Works of member ``name``, which has a new connection and cache, and watch
+        the kinds they apply there."""
+        indexer = self.host_cache.get_informer(WORK_GVK).indexer
+        keys = indexer.index_keys(NAMESPACE_INDEX, execution_namespace(name))
+        member = self.members.get(name)
+        if member is not None:
+            works = (indexer.get(key) for key in keys)
+            self.watches.warm(name, member, (work for work in works if work is not None))
         if self.watches.controller is not None:
-            for request in self._works_of(name):
-                self.watches.controller.queue.add(request)
+            for key in keys:
+                self.watches.controller.queue.add(Request.from_key(key))
+
+    def warm(self, work: Obj) -> None:
+        """Watch the kinds of ``work`` in its member, if that member is connected."""
+        cluster = cluster_of_execution_namespace(namespace_of(work))
+        member = self.members.get(cluster) if cluster is not None else None
+        if cluster is not None and member is not None:
+            self.watches.warm(cluster, member, [work])
 
     def _works_of(self, cluster: str) -> list[Request]:
         namespace = execution_namespace(cluster)
@@ -509,6 +551,7 @@ def setup_execution_controller(context: Context) -> ExecutionController:
         .complete(reconciler)
     )
     context.members.on_connected(reconciler.member_connected)
+    context.manager.cache.get_informer(WORK_GVK).add_event_handler(_WarmOnWork(reconciler))
     return reconciler
 
 

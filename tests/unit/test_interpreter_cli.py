@@ -147,8 +147,8 @@ ERROR_CASES: list[tuple[str, list[str], str]] = [
     ("revise-needs-replicas", [*CUSTOMIZATION, "--operation", "ReviseReplica", *DESIRED],
      "error: ReviseReplica needs --desired-replica"),
     ("bad-status-item", [*CUSTOMIZATION, "--operation", "AggregateStatus", *DESIRED,
-                         "--status-file", str(DATA / "workload-desired.yaml")],
-     "error: status file .*workload-desired.yaml: status item needs a clusterName"),
+                         "--status-file", str(DATA / "bad-status.yaml")],
+     "error: status file .*bad-status.yaml: status item applied must be a boolean"),
 ]  # fmt: skip
 
 

@@ -818,3 +818,9 @@ def test_a_quantity_string_is_parsed_once_failures_every_time_and_memory_is_boun
     for n in range(types.QUANTITY_CACHE_SIZE + 10):
         types.parse_quantity(f"{n}Mi")
     assert 0 < len(types._parsed) <= types.QUANTITY_CACHE_SIZE
+
+
+def test_status_items_without_a_cluster_name_are_accepted_as_karmadas_testdata_has_them() -> None:
+    parsed = AggregatedStatusItem.from_dict({"applied": True, "status": {"replicas": 1}})
+    assert parsed == AggregatedStatusItem("", {"replicas": 1}, applied=True)
+    assert parsed.to_dict() == {"clusterName": "", "status": {"replicas": 1}, "applied": True}

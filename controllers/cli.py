@@ -14,6 +14,7 @@ import anyio
 from controllers.cluster.registry import MemberOptions
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.interpreter.cli import add_interpret_parser
+from controllers.interpreter.types import InterpreterError
 from reconcile import (
     DEFAULT_CERT_NAME,
     DEFAULT_KEY_NAME,
@@ -81,6 +82,13 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
     )
     _add_cluster_status_flags(parser)
     _add_member_flags(parser)
+    parser.add_argument(
+        "--interpreter-customizations",
+        metavar="DIR",
+        type=Path,
+        help="directory of ResourceInterpreterCustomization files (e.g. Karmada's third-party "
+        "ones), asked before the bundled customizations; a file that does not load is logged",
+    )
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=_controller_manager)
@@ -211,9 +219,10 @@ def _controller_manager(args: argparse.Namespace) -> int:
                 member_kubeconfigs=_member_kubeconfigs(args.member_kubeconfig),
                 cluster_status=_cluster_status(args),
                 members=_members(args),
+                interpreter_customizations=args.interpreter_customizations,
             )
         )
-    except (ConfigError, ValueError, argparse.ArgumentTypeError) as error:
+    except (ConfigError, ValueError, argparse.ArgumentTypeError, InterpreterError) as error:
         print(f"controller-manager: {error}", file=sys.stderr)
         return 2
     except LeadershipLost as error:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+import structlog
+
 from controllers.cluster import (
     ClusterStatusOptions,
     MemberOptions,
@@ -21,7 +23,12 @@ from controllers.cluster import (
     setup_cluster_status_controller,
 )
 from controllers.context import Context
+from controllers.interpreter.customization import bundled_customizations
+from controllers.interpreter.directory import load_customization_directory, thirdparty_backend
+from controllers.interpreter.facade import Interpreter
 from reconcile import Manager, ManagerOptions
+
+_log = structlog.get_logger("controllers.controllermanager")
 
 __all__ = ["CONTROLLERS", "build", "run_controller_manager"]
 
@@ -84,6 +91,7 @@ def build(
     scratch: Path | None = None,
     cluster_status: ClusterStatusOptions | None = None,
     members: MemberOptions | None = None,
+    interpreter: Interpreter | None = None,
 ) -> Context:
     """Set up the selected controllers on ``manager`` and return their shared Context.
 
@@ -99,6 +107,8 @@ def build(
         manager, kubeconfigs=member_kubeconfigs, scratch=scratch, options=members
     )
     context = Context(manager, registry, cluster_status=cluster_status or ClusterStatusOptions())
+    if interpreter is not None:
+        context.interpreter = interpreter
     for name in _selected(controllers):
         CONTROLLERS[name](context)
     return context
@@ -113,8 +123,13 @@ async def run_controller_manager(
     member_kubeconfigs: Mapping[str, Path] | None = None,
     cluster_status: ClusterStatusOptions | None = None,
     members: MemberOptions | None = None,
+    interpreter_customizations: Path | None = None,
 ) -> None:
     """Run the controllers against the host until SIGTERM/SIGINT.
+
+    ``interpreter_customizations`` is a directory of third-party ResourceInterpreterCustomization
+    files (``--interpreter-customizations``): each file that does not load is logged, the others
+    are asked before the bundled customizations.
 
     Raises:
         ConfigError: the host kubeconfig is unusable.
@@ -127,5 +142,16 @@ async def run_controller_manager(
         member_kubeconfigs=member_kubeconfigs,
         cluster_status=cluster_status,
         members=members,
+        interpreter=await _interpreter(interpreter_customizations),
     )
     await manager.run_until_signalled()
+
+
+async def _interpreter(directory: Path | None) -> Interpreter | None:
+    if directory is None:
+        return None
+    loaded = await load_customization_directory(directory)
+    for error in loaded.errors:
+        _log.error("interpreter customization skipped", error=error)
+    thirdparty = thirdparty_backend(loaded.customizations, bundled_customizations())
+    return Interpreter(thirdparty=thirdparty)

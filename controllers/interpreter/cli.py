@@ -4,10 +4,14 @@
 
     reconcile interpret --customization FILE --operation OP [--desired-file F]
         [--observed-file F] [--status-file F] [--desired-replica N] [--output json|yaml]
+        [--interpreter-customizations DIR]
 
 With ``--customization`` only that ResourceInterpreterCustomization file runs (every document of
 that kind in it, merged as the controllers would); without it the default sources answer (bundled
-third-party customizations, then native defaults). Inputs are YAML (or JSON). The object
+third-party customizations, then native defaults). ``--interpreter-customizations`` adds a
+directory of customizations (Karmada's third-party tree works unchanged, see ``directory``) in
+front of the bundled ones; a file of it that does not load prints one ``error:`` line on stderr
+and is skipped, the operation runs with the rest. Inputs are YAML (or JSON). The object
 operated on is the desired object, or the observed one when only that is given (InterpretStatus
 and InterpretHealth prefer the observed one); Retain needs both. ``--status-file`` holds a list
 of {clusterName, status, applied, health} items. The result prints as one object keyed by the
@@ -33,9 +37,11 @@ import yaml
 from controllers.interpreter.customization import (
     RULE_FIELDS,
     CustomizationSet,
+    bundled_customizations,
     customizations_from_yaml,
     yaml_problem,
 )
+from controllers.interpreter.directory import load_customization_directory, thirdparty_backend
 from controllers.interpreter.facade import Interpreter
 from controllers.interpreter.types import (
     AggregatedStatusItem,
@@ -95,6 +101,13 @@ def add_interpret_parser(
         "--desired-replica", metavar="N", type=int, help="replicas to revise to (ReviseReplica)"
     )
     parser.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml")
+    parser.add_argument(
+        "--interpreter-customizations",
+        metavar="DIR",
+        type=Path,
+        help="directory of ResourceInterpreterCustomization files, e.g. Karmada's third-party "
+        "ones, asked before the bundled customizations",
+    )
     parser.set_defaults(func=run_interpret)
     return parser
 
@@ -158,13 +171,21 @@ def _status_items(path: Path | None) -> list[AggregatedStatusItem]:
         raise _InputError(f"status file {path}: {err}") from err
 
 
-async def _interpreter(path: Path | None) -> Interpreter:
+async def _interpreter(path: Path | None, directory: Path | None) -> Interpreter:
+    extra = None
+    if directory is not None:
+        loaded = await load_customization_directory(directory)
+        for error in loaded.errors:
+            sys.stderr.write(f"error: {error} (skipped)\n")
+        extra = loaded.customizations
     if path is None:
-        return Interpreter()
+        if extra is None:
+            return Interpreter()
+        return Interpreter(thirdparty=thirdparty_backend(extra, bundled_customizations()))
     customizations = CustomizationSet()
     for obj in customizations_from_yaml(_read(path, "customization file")):
         await customizations.apply(obj)  # checks each script, as the controller would
-    return Interpreter(customizations=customizations, thirdparty=None, native=None)
+    return Interpreter(customizations=customizations, thirdparty=extra, native=None)
 
 
 def _subject(args: argparse.Namespace, operation: Operation) -> dict[str, Any]:
@@ -179,7 +200,7 @@ def _subject(args: argparse.Namespace, operation: Operation) -> dict[str, Any]:
 
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
     operation = Operation(args.operation)
-    interpreter = await _interpreter(args.customization)
+    interpreter = await _interpreter(args.customization, args.interpreter_customizations)
     if operation is Operation.RETAIN:
         desired = _object(args.desired_file, "desired file")
         observed = _object(args.observed_file, "observed file")

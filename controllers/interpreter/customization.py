@@ -8,10 +8,12 @@ statusAggregation, healthInterpretation, dependencyInterpretation, componentReso
 A ``CustomizationSet`` keeps customizations by name; ``apply`` checks each new script in a worker
 process (it compiles and its top level runs: a broken customization is refused and the previous
 version stays), and calls run in workers (``lua``). Several customizations may target the same
-kind: per operation, the one first by name that defines it wins (Karmada's rule). Controllers
-watching the CRD call ``apply`` and ``remove``; the bundled third-party customizations are one
-more set, loaded from the YAML files shipped in ``thirdparty/`` and run in the same workers, as
-they read the same untrusted objects.
+kind: per operation, the one first by name that defines it wins (Karmada's rule), except
+dependencyInterpretation, where every one runs and the dependencies they return are merged,
+without repeats, sorted by apiVersion, kind, namespace and name (Karmada's
+ConfigurableInterpreter). Controllers watching the CRD call ``apply`` and ``remove``; the
+bundled third-party customizations are one more set, loaded from the YAML files shipped in
+``thirdparty/`` and run in the same workers, as they read the same untrusted objects.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from controllers.interpreter.types import (
     NotSupported,
     Operation,
     ReplicaRequirements,
+    unique_dependencies,
 )
 from reconcile import GVK
 
@@ -170,6 +173,7 @@ class CustomizationSet:
         self.pool = pool
         self._compiled: dict[str, tuple[Customization, dict[Operation, LuaScript]]] = {}
         self._index: dict[GVK, dict[Operation, LuaScript]] = {}
+        self._dependency_scripts: dict[GVK, list[LuaScript]] = {}
         for obj in customizations:
             customization, scripts, _ = self._scripts(parse_customization(obj))
             self._commit(customization, scripts)
@@ -242,12 +246,17 @@ class CustomizationSet:
 
     def _reindex(self) -> None:
         index: dict[GVK, dict[Operation, LuaScript]] = {}
+        dependencies: dict[GVK, list[LuaScript]] = {}
         for name in sorted(self._compiled):
             customization, scripts = self._compiled[name]
             rules = index.setdefault(customization.target, {})
             for operation, script in scripts.items():
                 rules.setdefault(operation, script)
+            if Operation.INTERPRET_DEPENDENCY in scripts:
+                found = dependencies.setdefault(customization.target, [])
+                found.append(scripts[Operation.INTERPRET_DEPENDENCY])
         self._index = index
+        self._dependency_scripts = dependencies
 
     def script_for(self, gvk: GVK, operation: Operation) -> LuaScript | None:
         """The script that runs ``operation`` for ``gvk``, if any."""
@@ -289,12 +298,24 @@ class CustomizationSet:
         return await self._script(obj, Operation.INTERPRET_HEALTH).interpret_health(obj)
 
     async def get_dependencies(self, obj: Obj) -> list[DependentObjectReference]:
-        """Run GetDependencies. Raises: NotSupported, LuaError."""
-        return await self._script(obj, Operation.INTERPRET_DEPENDENCY).get_dependencies(obj)
+        """Run every GetDependencies for the kind; merged, without repeats, sorted.
+
+        Raises:
+            NotSupported, LuaError.
+        """
+        self._script(obj, Operation.INTERPRET_DEPENDENCY)  # NotSupported when there is none
+        found: list[DependentObjectReference] = []
+        for script in self._dependency_scripts.get(GVK.of(obj), []):
+            found.extend(await script.get_dependencies(obj))
+        return sorted(unique_dependencies(found), key=_dependency_order)
 
     async def get_components(self, obj: Obj) -> list[Component]:
         """Run GetComponents. Raises: NotSupported, LuaError."""
         return await self._script(obj, Operation.INTERPRET_COMPONENT).get_components(obj)
+
+
+def _dependency_order(dependency: DependentObjectReference) -> tuple[str, str, str, str]:
+    return (dependency.api_version, dependency.kind, dependency.namespace, dependency.name)
 
 
 @functools.cache

@@ -36,6 +36,7 @@ from controllers.interpreter.types import (
     NotSupported,
     Operation,
     ReplicaRequirements,
+    unique_dependencies,
 )
 from reconcile import GVK
 
@@ -185,8 +186,13 @@ class Interpreter:
         return await self._pick(obj, Operation.INTERPRET_HEALTH).interpret_health(obj)
 
     async def get_dependencies(self, obj: Obj) -> list[DependentObjectReference]:
-        """InterpretDependency. Raises: NotSupported, InterpreterError."""
-        return await self._pick(obj, Operation.INTERPRET_DEPENDENCY).get_dependencies(obj)
+        """InterpretDependency, repeats left out as Karmada does.
+
+        Raises:
+            NotSupported, InterpreterError.
+        """
+        source = self._pick(obj, Operation.INTERPRET_DEPENDENCY)
+        return unique_dependencies(await source.get_dependencies(obj))
 
     async def get_components(self, obj: Obj) -> list[Component]:
         """InterpretComponent. Raises: NotSupported, InterpreterError."""

@@ -17,11 +17,15 @@ process at the deadline.
 
 Objects cross into Lua lazily: a table is filled from its dict the first time the script touches
 it, so a script reading three fields of a Deployment converts three levels, not the whole object.
-On the way back Lua numbers that are integral become ints, an empty table becomes ``{}`` or ``[]``
-by the shape it had in the input (tables the script made itself: by the input object at the same
-path, like Karmada; an empty table found nowhere in the input is dropped from its object), and the
-result is bounded: at most ``MAX_RESULT_NODES`` values and ``MAX_RESULT_BYTES`` of text, a table
-referenced many times counting each time (it is copied each time in JSON).
+On the way back Lua numbers that are integral become ints, and empty tables are settled the way
+Karmada's luavm settles them (its JSON encoder cannot tell ``{}`` from ``[]``): an empty table at
+a path where a reference input holds an empty object becomes ``{}``, else where one holds an empty
+list ``[]``, else it is dropped from its object or list; list indices do not count in a path, and
+the result itself, when empty, takes its operation's shape. The references are Karmada's:
+the object for ReviseReplica, desired and observed for Retain, none for the other operations (so
+their empty tables are all dropped). The result is bounded: at most ``MAX_RESULT_NODES`` values
+and ``MAX_RESULT_BYTES`` of text, a table referenced many times counting each time (it is copied
+each time in JSON).
 """
 
 from __future__ import annotations
@@ -29,13 +33,13 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import lupa.lua51 as lua51  # type: ignore[import-untyped]
 import orjson
 
-from controllers.interpreter import kube
+from controllers.interpreter import empties, kube
 
 __all__ = [
     "MAX_RESULT_BYTES",
@@ -287,7 +291,7 @@ class _Box:
 
 
 class _UnknownEmpty:
-    """An empty table the script made: resolved against the inputs after conversion."""
+    """An empty table the script made, of unknown shape: settled with the others (``empties``)."""
 
 
 _UNKNOWN: Final = _UnknownEmpty()
@@ -296,12 +300,13 @@ _UNKNOWN: Final = _UnknownEmpty()
 class _Budget:
     """What is left of one result's node and byte limits; untouched inputs are sized once."""
 
-    __slots__ = ("bytes", "nodes", "sizes")
+    __slots__ = ("bytes", "empties", "nodes", "sizes")
 
     def __init__(self) -> None:
         self.nodes = MAX_RESULT_NODES
         self.bytes = MAX_RESULT_BYTES
         self.sizes: dict[int, int] = {}
+        self.empties = False  # whether the result may hold an empty table to settle
 
     def spend(self, nodes: int, size: int) -> None:
         self.nodes -= nodes
@@ -315,7 +320,10 @@ class _Budget:
     def spend_source(self, source: dict[str, Any]) -> None:
         size = self.sizes.get(id(source))
         if size is None:
-            size = self.sizes[id(source)] = len(dumps(source))
+            text = dumps(source)
+            size = self.sizes[id(source)] = len(text)
+            # Cheaper than a walk; text that merely looks empty costs a needless walk, no more.
+            self.empties = self.empties or b"{}" in text or b"[]" in text
         self.spend(1, size)
 
 
@@ -327,53 +335,6 @@ def _clean_message(error: BaseException) -> str:
 def _lua_type(value: Any) -> str:
     # Tables, functions and other values that stayed in Lua; else a converted Python value.
     return str(lua51.lua_type(value) or kube.type_name(value))
-
-
-def _ref_shape(refs: Sequence[Any]) -> Any:
-    if any(isinstance(r, Mapping) for r in refs):
-        return {}
-    if any(isinstance(r, list) for r in refs):
-        return []
-    return _UNKNOWN
-
-
-def _children(refs: Sequence[Any], key: str | None) -> list[Any]:
-    if key is None:  # a list index: like Karmada, any element of the input list at this path
-        return [e for r in refs if isinstance(r, list) for e in r]
-    return [r[key] for r in refs if isinstance(r, Mapping) and key in r]
-
-
-def _resolve(value: Any, refs: Sequence[Any]) -> None:
-    """Replace the script's own empty tables by the shape found at the same path in ``refs``."""
-    if isinstance(value, dict):
-        for key in list(value):
-            child, child_refs = value[key], _children(refs, key)
-            if child is _UNKNOWN:
-                shape = _ref_shape(child_refs)
-                if shape is _UNKNOWN:
-                    del value[key]  # found nowhere in the input: dropped, as Karmada does
-                else:
-                    value[key] = shape
-            else:
-                _resolve(child, child_refs)
-    elif isinstance(value, list):
-        child_refs = _children(refs, None)
-        for index, child in enumerate(value):
-            if child is _UNKNOWN:
-                shape = _ref_shape(child_refs)
-                value[index] = {} if shape is _UNKNOWN else shape
-            else:
-                _resolve(child, child_refs)
-
-
-def _refs(function: str, args: Sequence[Any]) -> Sequence[Any]:
-    """The inputs whose shapes decide the script's own empty tables (Karmada's choice)."""
-    if function in ("ReviseReplica", "AggregateStatus"):
-        return args[:1]
-    if function == "ReflectStatus":
-        obj = args[0] if args else None
-        return (obj.get("status") if isinstance(obj, dict) else None,)
-    return args
 
 
 class Sandbox:
@@ -393,7 +354,6 @@ class Sandbox:
         self.max_memory = max_memory
         self._deadline = math.inf
         self._timed_out = False
-        self._unknown_empties = False
         self._load()
 
     # --- the Lua state ------------------------------------------------------------------------
@@ -535,7 +495,7 @@ class Sandbox:
         if kind == "status" and returned is None:
             return None
         expected = list if kind == "list" else dict
-        return self._result(returned, expected, _refs(self.function, args))
+        return self._result(returned, expected, empties.references(self.function, args))
 
     def _wrong(self, message: str) -> SandboxError:
         return SandboxError("return", f"{self.function} {message}")
@@ -557,22 +517,22 @@ class Sandbox:
         name = "an object" if expected is dict else "a list"
         if value.__class__ is not self._table_class:
             raise self._wrong(f"must return {name} (a table), got {_lua_type(value)}")
-        self._unknown_empties = False
+        budget = _Budget()
         try:
-            converted = self._to_py(value, _Budget())
+            converted = self._to_py(value, budget)
         except _Unconvertible as err:
             raise SandboxError(
                 err.kind, f"{self.function} returned {err.where()}: {err.message}"
             ) from err
         except UnicodeDecodeError as err:
             raise self._wrong("returned non-UTF-8 text") from err
-        if converted is _UNKNOWN:
-            return expected()
+        if empties.is_empty(converted, _UNKNOWN):
+            return expected()  # Lua's one empty table: whichever shape the operation wants
         if not isinstance(converted, expected):
             other = "a list" if expected is dict else "an object"
             raise self._wrong(f"must return {name}, got {other}")
-        if self._unknown_empties:
-            _resolve(converted, refs)
+        if budget.empties:
+            return empties.settle(converted, refs, marker=_UNKNOWN)
         return converted
 
     def _to_py(self, value: Any, budget: _Budget, depth: int = 0) -> Any:
@@ -595,9 +555,9 @@ class Sandbox:
         items = list(value.items())
         if not items:
             budget.spend(1, 0)
+            budget.empties = True
             shape = self._shape(value)
             if shape is None:
-                self._unknown_empties = True
                 return _UNKNOWN
             return {} if shape == "dict" else []
         first_key, first_value = items[0]

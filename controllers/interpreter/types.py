@@ -19,7 +19,8 @@ backends that speak JSON (Lua, webhooks, the CLI) convert at one place. Errors::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -46,6 +47,7 @@ __all__ = [
     "ResourceHealth",
     "QUANTITY_CACHE_SIZE",
     "parse_quantity",
+    "unique_dependencies",
 ]
 
 
@@ -304,11 +306,9 @@ class AggregatedStatusItem:
         if not isinstance(applied, bool):
             raise ValueError("status item applied must be a boolean")
         health = data.get("health")
-        cluster_name = _string(data.get("clusterName"), "clusterName")
-        if not cluster_name:
-            raise ValueError("status item needs a clusterName")
         return cls(
-            cluster_name=cluster_name,
+            # Karmada's own testdata leaves it out at times; its Go type then holds "".
+            cluster_name=_string(data.get("clusterName"), "clusterName"),
             status=_optional_mapping(data.get("status"), "status"),
             applied=applied,
             applied_message=_string(data.get("appliedMessage"), "appliedMessage"),
@@ -357,6 +357,20 @@ class DependentObjectReference:
         if not ref.name and ref.label_selector is None:
             raise ValueError(f"dependency {ref.kind} needs a name or a labelSelector")
         return ref
+
+
+def unique_dependencies(
+    dependencies: Iterable[DependentObjectReference],
+) -> list[DependentObjectReference]:
+    """``dependencies`` without repeats, first occurrences in order (Karmada keeps a set)."""
+    seen: set[str] = set()
+    unique = []
+    for dependency in dependencies:
+        key = json.dumps(dependency.to_dict(), sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            unique.append(dependency)
+    return unique
 
 
 @dataclass(frozen=True, slots=True)

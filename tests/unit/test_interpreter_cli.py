@@ -147,8 +147,8 @@ ERROR_CASES: list[tuple[str, list[str], str]] = [
     ("revise-needs-replicas", [*CUSTOMIZATION, "--operation", "ReviseReplica", *DESIRED],
      "error: ReviseReplica needs --desired-replica"),
     ("bad-status-item", [*CUSTOMIZATION, "--operation", "AggregateStatus", *DESIRED,
-                         "--status-file", str(DATA / "workload-desired.yaml")],
-     "error: status file .*workload-desired.yaml: status item needs a clusterName"),
+                         "--status-file", str(DATA / "bad-status.yaml")],
+     "error: status file .*bad-status.yaml: status item applied must be a boolean"),
 ]  # fmt: skip
 
 
@@ -259,3 +259,34 @@ def test_hostile_input_files_are_one_error_line(
     assert (status, output) == (1, None)
     assert err.count("\n") == 1
     assert re.search(message, err.strip()), err
+
+
+THIRDPARTY = Path(__file__).parents[1] / "data" / "karmada-thirdparty"
+
+
+def test_a_directory_of_karmadas_customizations_answers_for_its_kinds(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\n"
+        "status: {ready: true}\n"
+    )
+    argv = ["--operation", "InterpretHealth", "--observed-file", str(policy)]
+    assert interpret(capsys, *argv)[0] == 1  # no built-in source knows the kind
+    status, output, err = interpret(capsys, *argv, "--interpreter-customizations", str(THIRDPARTY))
+    assert (status, output, err) == (0, {"healthy": True}, "")
+
+
+def test_a_bad_file_of_the_directory_is_one_error_line_and_the_rest_still_answer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "broken.yaml").write_text("a: [unclosed\n")
+    (tmp_path / "workload.yaml").write_text((DATA / "workload-customization.yaml").read_text())
+    argv = ["--operation", "InterpretReplica", *DESIRED, "--interpreter-customizations"]
+    status, output, err = interpret(capsys, *argv, str(tmp_path))
+    assert status == 0
+    assert output["replica"] == 3
+    assert err.count("\n") == 1
+    assert err.startswith(f"error: {tmp_path / 'broken.yaml'}: not valid YAML")
+    assert err.endswith("(skipped)\n")

@@ -181,6 +181,39 @@ async def test_customizations_for_one_kind_merge_by_operation_first_name_wins() 
     assert interpreter.customizations.names() == ["b-second"]
 
 
+def dependencies_script(*names: str) -> str:
+    refs = ", ".join(f'{{apiVersion = "v1", kind = "ConfigMap", namespace = "ns", name = "{n}"}}'
+                     for n in names)  # fmt: skip
+    return f"function GetDependencies(obj) return {{{refs}}} end"
+
+
+@asyncio_test
+async def test_every_dependency_interpretation_runs_merged_without_repeats_and_sorted() -> None:
+    # Karmada's ConfigurableInterpreter runs the dependencyInterpretation of every customization
+    # targeting the kind, keeps a set of what they return and sorts it.
+    interpreter = Interpreter(native=None, thirdparty=None)
+    for name, script in (("a", dependencies_script("z", "m", "z")),
+                         ("b", dependencies_script("m", "b"))):  # fmt: skip
+        await interpreter.apply_customization(
+            customization(name, DEPLOYMENT, dependencyInterpretation=script)
+        )
+    found = await interpreter.get_dependencies(DEPLOY)
+    assert [d.name for d in found] == ["b", "m", "z"]
+
+
+@asyncio_test
+async def test_the_interpreter_leaves_out_repeated_dependencies_of_any_source() -> None:
+    class Twice(FakeWebhook):
+        async def get_dependencies(self, obj: Obj) -> list[DependentObjectReference]:
+            return [*(await super().get_dependencies(obj)) * 2,
+                    DependentObjectReference("v1", "Secret", name="other")]  # fmt: skip
+
+    webhook = Twice("hook", {(DEPLOYMENT, Operation.INTERPRET_DEPENDENCY)})
+    interpreter = Interpreter(native=None, thirdparty=None, webhooks={"hook": webhook})
+    found = await interpreter.get_dependencies(DEPLOY)
+    assert [d.name for d in found] == ["hook", "other"]
+
+
 @asyncio_test
 async def test_a_broken_update_keeps_the_previous_version() -> None:
     interpreter = Interpreter(native=None, thirdparty=None)

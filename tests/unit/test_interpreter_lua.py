@@ -77,6 +77,15 @@ CLONE: Obj = {
 }
 
 
+def without_empties(value: Any) -> Any:
+    """``value`` without the empty objects and lists under its root (nested: one level each)."""
+    if isinstance(value, dict):
+        return {k: without_empties(v) for k, v in value.items() if v != {} and v != []}
+    if isinstance(value, list):
+        return [without_empties(v) for v in value if v != {} and v != []]
+    return value
+
+
 def member_clone(
     replicas: int, *, generation: int = 2, observed: int = 2, template: int = 5
 ) -> Obj:
@@ -146,7 +155,9 @@ async def test_clone_set_aggregates_and_observes_generation_only_when_every_memb
     assert current["status"]["readyReplicas"] == 4
     assert current["status"]["observedGeneration"] == 5
     assert current["status"]["updateRevision"] == "web-v5"
-    assert current["status"]["conditions"] == []  # an input [] stays a list
+    # Karmada gives AggregateStatus no references: every empty table of the result is dropped.
+    assert "conditions" not in current["status"]
+    assert "labels" not in current["metadata"]
     for stale in (member_clone(3, template=4), member_clone(3, generation=3, observed=2), None):
         mixed = await aggregate.aggregate_status(
             CLONE, [item("a", member_clone(1)), item("b", stale)]
@@ -156,7 +167,8 @@ async def test_clone_set_aggregates_and_observes_generation_only_when_every_memb
 
 @asyncio_test
 async def test_clone_set_aggregation_of_no_members_leaves_the_template() -> None:
-    assert await script(CLONE_SET, Operation.AGGREGATE_STATUS).aggregate_status(CLONE, []) == CLONE
+    aggregated = await script(CLONE_SET, Operation.AGGREGATE_STATUS).aggregate_status(CLONE, [])
+    assert aggregated == without_empties(CLONE)  # no references: empty tables dropped
 
 
 @pytest.mark.parametrize(
@@ -255,7 +267,7 @@ async def test_workflow_status_reflection_and_aggregation() -> None:
     assert finished["status"]["finishedAt"] == "2024-01-01T01:00:00Z"
     unreported = await aggregate.aggregate_status(FLOW, [item("a", done), item("b", None)])
     assert unreported["status"]["phase"] == "Pending"
-    assert await aggregate.aggregate_status(FLOW, []) == FLOW
+    assert await aggregate.aggregate_status(FLOW, []) == without_empties(FLOW)
 
 
 @asyncio_test
@@ -579,26 +591,38 @@ EMPTIES: Obj = {
 
 
 @asyncio_test
-async def test_empty_tables_come_back_with_the_shape_they_had_in_the_input() -> None:
+async def test_empty_tables_are_settled_by_path_against_desired_and_observed_like_karmada() -> None:
     source = """
     function Retain(desired, observed)
-      desired.spec.touched = desired.spec.list   -- an input [] read by the script
+      desired.spec.touched = desired.spec.list   -- an input [] moved where no input has one
       desired.spec.map.x = nil                   -- an input {} touched, still empty
-      desired.metadata.annotations.a = nil       -- emptied by the script: shape from the input
-      desired.spec.tolerations = {}              -- made by the script; observed has a list here
-      desired.spec.selector = {}                 -- made by the script; observed has an object
-      desired.spec.extra = {}                    -- made by the script, found in no input: dropped
-      desired.spec.nested[1].inner = {}          -- made by the script inside a list element
+      desired.metadata.annotations.a = nil       -- emptied where the inputs hold no empty value
+      desired.spec.tolerations = {}              -- made by the script; observed has [] here
+      desired.spec.selector = {}                 -- made by the script; observed has {} here
+      desired.spec.both = {}                     -- desired has [] here, observed {}: {} wins
+      desired.spec.extra = {}                    -- made by the script, found in no input
+      desired.spec.nested[1].inner = {}          -- inside a list element: indices do not count
+      desired.spec.items = {{}, {name = "a"}}    -- an empty element found in no input
       return desired
     end
     """
-    observed: Obj = {"spec": {"tolerations": [], "selector": {}}}
-    retained = await lua(source, Operation.RETAIN).retain(copy.deepcopy(EMPTIES), observed)
+    desired = copy.deepcopy(EMPTIES)
+    desired["spec"]["both"] = []
+    observed: Obj = {"spec": {"tolerations": [], "selector": {}, "both": {}}}
+    retained = await lua(source, Operation.RETAIN).retain(desired, observed)
     assert retained == {
-        "metadata": {"labels": {}, "annotations": {}},
-        "spec": {"list": [], "map": {}, "nested": [{"inner": []}], "keep": "x", "touched": [],
-                 "tolerations": [], "selector": {}},
+        "metadata": {"labels": {}},
+        "spec": {"list": [], "map": {}, "nested": [{"inner": []}], "keep": "x",
+                 "tolerations": [], "selector": {}, "both": {}, "items": [{"name": "a"}]},
     }  # fmt: skip
+
+
+@asyncio_test
+async def test_empty_tables_of_operations_without_references_are_dropped_like_karmada() -> None:
+    source = "function ReflectStatus(obj) obj.status.made = {} return obj.status end"
+    reflect = lua(source, Operation.INTERPRET_STATUS)
+    status = await reflect.reflect_status({"status": {"conditions": [], "meta": {}, "n": 1}})
+    assert status == {"n": 1}
 
 
 @asyncio_test
@@ -794,3 +818,9 @@ def test_a_quantity_string_is_parsed_once_failures_every_time_and_memory_is_boun
     for n in range(types.QUANTITY_CACHE_SIZE + 10):
         types.parse_quantity(f"{n}Mi")
     assert 0 < len(types._parsed) <= types.QUANTITY_CACHE_SIZE
+
+
+def test_status_items_without_a_cluster_name_are_accepted_as_karmadas_testdata_has_them() -> None:
+    parsed = AggregatedStatusItem.from_dict({"applied": True, "status": {"replicas": 1}})
+    assert parsed == AggregatedStatusItem("", {"replicas": 1}, applied=True)
+    assert parsed.to_dict() == {"clusterName": "", "status": {"replicas": 1}, "applied": True}

@@ -3,7 +3,8 @@
 ``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
-status. ``run_controller_manager`` is what ``reconcile controller-manager`` runs.
+status, workload-rebalancer. ``run_controller_manager`` is what ``reconcile controller-manager``
+runs.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "binding": _lazy("controllers.binding.controller:setup"),
     "execution": _lazy("controllers.execution:setup"),
     "status": _lazy("controllers.status:setup"),
+    "workload-rebalancer": _lazy("controllers.workloadrebalancer:setup"),
 }
 
 

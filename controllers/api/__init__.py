@@ -1,15 +1,31 @@
 """Api is the Karmada API the controllers work with: GVKs, typed views of specs and statuses, names.
 
 The kinds are Karmada's own (policy.karmada.io, work.karmada.io, cluster.karmada.io,
-config.karmada.io) with the same field names, so real Karmada manifests apply unchanged; their
-CRDs live in ``deploy/crds`` (``crd_paths()``). Objects stay plain dicts; the TypedDicts name the
-fields the controllers read, the accessors (``propagation_spec``, ``binding_spec``, ...) return
-those parts typed, and ``shape_problems`` says where a value lacks a TypedDict's shape; the
-well-known labels, annotations, finalizers and namespaces (``names``) are re-exported here too.
+config.karmada.io, apps.karmada.io) with the same field names, so real Karmada manifests apply
+unchanged; their CRDs live in ``deploy/crds`` (``crd_paths()``). Objects stay plain dicts; the
+TypedDicts name the fields the controllers read, the accessors (``propagation_spec``,
+``binding_spec``, ...) return those parts typed, and ``shape_problems`` says where a value lacks a
+TypedDict's shape; the well-known labels, annotations, finalizers and namespaces (``names``) are
+re-exported here too.
 """
 
 from __future__ import annotations
 
+from controllers.api.apps import (
+    APPS_GROUP,
+    REBALANCE_FAILED,
+    REBALANCE_SUCCESSFUL,
+    REFERENCED_BINDING_NOT_FOUND,
+    WORKLOAD_REBALANCER_GVK,
+    WORKLOAD_REBALANCERS,
+    ObservedWorkload,
+    RebalanceResult,
+    WorkloadRebalancerSpec,
+    WorkloadRebalancerStatus,
+    WorkloadReference,
+    rebalancer_spec,
+    rebalancer_status,
+)
 from controllers.api.cluster import (
     CLUSTER_GROUP,
     CLUSTER_GVK,
@@ -218,6 +234,7 @@ __all__ = [
     "APPLIED_OVERRIDES_ANNOTATION",
     "APPLIED_PLACEMENT_ANNOTATION",
     "APPLIED_SUCCESSFUL_REASON",
+    "APPS_GROUP",
     "AggregatedStatusItem",
     "BINDING_CONTROLLER_FINALIZER",
     "BINDING_RESOURCE_INDEX",
@@ -295,6 +312,7 @@ __all__ = [
     "OVERRIDE_POLICY_GVK",
     "OVERWRITE",
     "ObjectReference",
+    "ObservedWorkload",
     "OverrideRule",
     "OverrideSpec",
     "OverriderOperator",
@@ -311,6 +329,9 @@ __all__ = [
     "PreemptionBehavior",
     "PropagationSpec",
     "READY_CONDITION",
+    "REBALANCE_FAILED",
+    "REBALANCE_SUCCESSFUL",
+    "REFERENCED_BINDING_NOT_FOUND",
     "RESOURCE_BINDINGS",
     "RESOURCE_BINDING_GVK",
     "RESOURCE_BINDING_NAMESPACE_ANNOTATION",
@@ -325,6 +346,7 @@ __all__ = [
     "RETAIN",
     "RETAIN_REPLICAS_LABEL",
     "REVISE_REPLICA",
+    "RebalanceResult",
     "ReplicaDivisionPreference",
     "ReplicaRequirements",
     "ReplicaSchedulingStrategy",
@@ -356,6 +378,8 @@ __all__ = [
     "Toleration",
     "UNSCHEDULABLE_REASON",
     "WEIGHTED",
+    "WORKLOAD_REBALANCERS",
+    "WORKLOAD_REBALANCER_GVK",
     "WORKS",
     "WORK_APPLIED_CONDITION",
     "WORK_GROUP",
@@ -365,6 +389,9 @@ __all__ = [
     "WebhookClientConfig",
     "WorkSpec",
     "WorkStatus",
+    "WorkloadRebalancerSpec",
+    "WorkloadRebalancerStatus",
+    "WorkloadReference",
     "WorkloadTemplate",
     "binding_resource_kind",
     "binding_spec",
@@ -387,6 +414,8 @@ __all__ = [
     "preemption_of",
     "priority_of",
     "propagation_spec",
+    "rebalancer_spec",
+    "rebalancer_status",
     "replica_scheduling_type_of",
     "shape_problems",
     "target_cluster_names",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+from controllers.api.apps import WORKLOAD_REBALANCERS
 from controllers.api.cluster import CLUSTERS
 from controllers.api.config import (
     RESOURCE_INTERPRETER_CUSTOMIZATIONS,
@@ -39,6 +40,7 @@ KARMADA_RESOURCES: Final[tuple[Resource, ...]] = (
     CLUSTERS,
     RESOURCE_INTERPRETER_CUSTOMIZATIONS,
     RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
+    WORKLOAD_REBALANCERS,
 )
 
 

@@ -8,8 +8,9 @@ place and raises ``OverriderError`` naming the entry (``plaintext[1]``) when it 
   Pod (``spec``) or of the pod template of a Deployment, ReplicaSet, StatefulSet, DaemonSet or Job
   (``spec.template.spec``); Karmada has no default for init containers or CronJobs.
 - commandOverrider/argsOverrider: the containers named ``containerName`` of a Pod, Deployment,
-  ReplicaSet, StatefulSet or DaemonSet; ``add`` appends (creating the list), ``remove`` drops
-  every equal entry (a missing list stays missing).
+  ReplicaSet, StatefulSet, DaemonSet or Job (as Karmada), and of a CronJob's
+  ``spec.jobTemplate``; ``add`` appends (creating the list), ``remove`` drops every equal entry (a
+  missing list stays missing).
 - labelsOverrider/annotationsOverrider: ``add`` sets keys (creating the map); ``remove`` and
   ``replace`` skip keys the object does not have.
 - fieldOverrider: parses the YAML (preferred when both are given) or JSON document held in the
@@ -48,10 +49,15 @@ _IMAGE_KINDS: Final = {
         ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"), _TEMPLATE_POD_SPEC
     ),
 }
-# Karmada's command/args overriders leave Jobs alone, unlike the image overrider.
+_JOB_TEMPLATE_POD_SPEC: Final = ("spec", "jobTemplate", "spec", "template", "spec")
+# Karmada's command/args overriders take Jobs too (since 2023); a CronJob's containers are those
+# of its jobTemplate, which is what a user overriding a CronJob's command means.
 _COMMAND_KINDS: Final = {
     "Pod": _POD_SPEC,
-    **dict.fromkeys(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"), _TEMPLATE_POD_SPEC),
+    **dict.fromkeys(
+        ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"), _TEMPLATE_POD_SPEC
+    ),
+    "CronJob": _JOB_TEMPLATE_POD_SPEC,
 }
 
 

@@ -12,6 +12,8 @@ name the kind of their object (``keys.ObjectRef``), because it reconciles object
 - deleted bindings → their template, so a binding removed by hand comes back; created bindings
   whose template the cache lacks → that template, so the binding of a template deleted while the
   detector was not running is deleted too;
+- created OverridePolicies and ClusterOverridePolicies → the templates waiting for them
+  (``dependentoverrides``);
 - interpreter changes (a customization or webhook configuration loaded, changed or removed) →
   every claimed template of the kinds concerned, whose replicas may now read differently.
 
@@ -26,8 +28,10 @@ from typing import Final
 import structlog
 
 from controllers.api import (
+    CLUSTER_OVERRIDE_POLICY_GVK,
     CLUSTER_PROPAGATION_POLICY_GVK,
     CLUSTER_RESOURCE_BINDING_GVK,
+    OVERRIDE_POLICY_GVK,
     PROPAGATION_POLICY_GVK,
     RESOURCE_BINDING_GVK,
     is_reserved_namespace,
@@ -87,11 +91,13 @@ BAD_INPUT_RETRY: Final = 30.0
 _POLICY_KINDS: Final = (PROPAGATION_POLICY_GVK, CLUSTER_PROPAGATION_POLICY_GVK)
 _BINDINGS: Final = ("resourcebindings", "clusterresourcebindings")
 _POLICIES: Final = ("propagationpolicies", "clusterpropagationpolicies")
+_OVERRIDES: Final = ("overridepolicies", "clusteroverridepolicies")
 
 PERMISSIONS: Final = Permissions(
     rules=(
         Rule(("policy.karmada.io",), _POLICIES, ("list", "watch"), "its cache"),
         Rule(("policy.karmada.io",), _POLICIES, ("update",), "finalizer and permanent id"),
+        Rule(("policy.karmada.io",), _OVERRIDES, ("list", "watch"), "dependentOverrides"),
         Rule(("work.karmada.io",), _BINDINGS, ("list", "watch"), "its cache"),
         Rule(("work.karmada.io",), _BINDINGS, ("get",), "a live read after AlreadyExists"),
         Rule(("work.karmada.io",), _BINDINGS, ("create", "update", "delete"), "the bindings"),
@@ -236,6 +242,10 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
     for gvk in (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK):
         builder.watches(gvk, EnqueueRequestsFromMapFunc(_template_of_claimed), _deleted)
         builder.watches(gvk, EnqueueRequestsFromMapFunc(detector.template_if_missing), _created)
+    waiting = EnqueueRequestsFromMapFunc(detector.templates.waiting.requests)
+    for gvk in (OVERRIDE_POLICY_GVK, CLUSTER_OVERRIDE_POLICY_GVK):
+        # A template held back by dependentOverrides goes on once the override exists.
+        builder.watches(gvk, waiting, _created)
     options = ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)
     controller = builder.watches(detector.discovery).with_options(options).complete(detector)
     detector.queue = controller.queue

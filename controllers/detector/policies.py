@@ -9,7 +9,9 @@ selects is released). A policy being deleted releases its claims from bindings a
 the bindings, Works and member objects stay, as in Karmada — enqueues those templates (another
 policy may take them), and then drops its finalizer. A policy that Karmada's webhook would refuse
 (``validation``: label selectors Kubernetes would not accept) gets a Warning Event
-``InvalidPolicy`` naming each problem; its invalid resource selectors select nothing.
+``InvalidPolicy`` naming each problem; its invalid resource selectors select nothing. A field the
+CRD accepts but nothing here acts on gets a Warning Event ``UnsupportedField`` naming it, once per
+policy generation (``unsupported``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from controllers.detector.matching import (
     policy_id,
 )
 from controllers.detector.templates import release_claim, release_object
+from controllers.detector.unsupported import UnsupportedFieldReporter
 from controllers.detector.validation import policy_problems, spec_shape_problems
 from reconcile import (
     GVK,
@@ -100,6 +103,7 @@ class PolicyReconciler:
         self.discovery = discovery
         self.enqueue = enqueue
         self.recorder = recorder
+        self.unsupported = UnsupportedFieldReporter(recorder)
 
     async def reconcile(self, ref: ObjectRef) -> None:
         """Handle one policy's creation, change or deletion.
@@ -112,6 +116,7 @@ class PolicyReconciler:
         except NotFound:
             return
         if is_being_deleted(policy):
+            self.unsupported.forget(policy)
             await self._release(policy)
             if remove_finalizer(policy, _finalizer(policy)):
                 await self.client.update(policy)
@@ -120,6 +125,7 @@ class PolicyReconciler:
             # An RV-checked update: two writers can never give one policy two ids.
             policy = await self.client.update(policy)
         self._report_problems(policy)
+        self.unsupported.report(policy)
         for template in {*await self._claimed(policy), *await self._selected(policy)}:
             self.enqueue(template)
 

@@ -3,9 +3,12 @@
 Per template (read from the cache): a claim whose policy is gone, being deleted, re-created (a new
 permanent id) or no longer selecting the template is removed, from the binding first and then from
 the template (as Karmada does, so a failure halfway is retried from the template). Then the
-policy is chosen (``matching.choose``); without one nothing happens until a policy appears. The
-template is claimed with a merge patch, the interpreter reports its replicas, and the binding is
-created or updated when it differs. Interpreter failures and a binding owned by another object are
+policy is chosen (``matching.choose``); without one nothing happens until a policy appears. A
+policy whose ``dependentOverrides`` do not all exist yet holds the template back
+(``dependentoverrides``: an Event, no claim, no binding) until they do. The template is claimed
+with a merge patch, the interpreter reports its replicas, and the binding is created or updated
+when it differs — unless the policy is Lazy and the template unchanged since its binding was built
+(``activation``). Interpreter failures and a binding owned by another object are
 reported as Events on the template and raised (the detector retries them later); other templates
 are unaffected.
 
@@ -28,7 +31,9 @@ from controllers.api import (
     PROPAGATION_POLICY_GVK,
     is_reserved_namespace,
 )
+from controllers.detector.activation import keeps_binding
 from controllers.detector.bindings import binding_coordinates, desired_binding
+from controllers.detector.dependentoverrides import Waiting, dependent_overrides, missing_overrides
 from controllers.detector.discovery import Discovery
 from controllers.detector.keys import ObjectRef
 from controllers.detector.matching import (
@@ -64,6 +69,8 @@ __all__ = ["BindingOwnedElsewhere", "TemplateReconciler", "release_claim", "rele
 
 APPLY_POLICY_SUCCEED: Final = "ApplyPolicySucceed"
 APPLY_POLICY_FAILED: Final = "ApplyPolicyFailed"
+DEPENDENT_OVERRIDES_MISSING: Final = "DependentOverridesMissing"
+"""Reason of the Warning Event on a template held back by its policy's dependentOverrides."""
 
 log = structlog.get_logger("controllers.detector")
 
@@ -123,11 +130,13 @@ class TemplateReconciler:
         interpreter: Interpreter,
         recorder: EventRecorder,
         discovery: Discovery,
+        waiting: Waiting | None = None,
     ) -> None:
         self.client = client
         self.interpreter = interpreter
         self.recorder = recorder
         self.discovery = discovery
+        self.waiting = waiting or Waiting()
 
     async def reconcile(self, ref: ObjectRef) -> None:
         """Bring one template's claim and binding in line with the policies.
@@ -140,6 +149,7 @@ class TemplateReconciler:
             return
         template = await _get(self.client, ref.gvk, ref.namespace, ref.name)
         if template is None:
+            self.waiting.done(ref)
             await self._collect_orphaned_binding(ref)
             return
         if is_being_deleted(template):
@@ -153,8 +163,30 @@ class TemplateReconciler:
             # The policy is reconciled first (it gets its id) and then enqueues its templates.
             log.info("policy has no permanent id yet", policy=name_of(policy))
             return
+        if not await self._overrides_present(ref, template, policy):
+            return
         template = await self._claim(template, policy, identifier)
         await self._bind(template, policy, identifier)
+
+    async def _overrides_present(self, ref: ObjectRef, template: Obj, policy: Obj) -> bool:
+        """Whether the policy's dependentOverrides all exist; if not, the template waits (an
+        Event says for which) until one of them is created."""
+        names = dependent_overrides(policy)
+        if names:
+            # Registered before the read, so a creation seen meanwhile still enqueues it.
+            self.waiting.wait(ref, names)
+        missing = await missing_overrides(self.client, policy, template) if names else []
+        if not missing:
+            self.waiting.done(ref)
+            return True
+        kind = "OverridePolicies" if ref.namespace else "ClusterOverridePolicies"
+        message = (
+            f"waiting for the {kind} {', '.join(missing)} that policy {name_of(policy)} depends "
+            "on (dependentOverrides)"
+        )
+        self.recorder.event(template, "Warning", DEPENDENT_OVERRIDES_MISSING, message)
+        log.info("waiting for dependent overrides", missing=missing)
+        return False
 
     async def _policy(self, claim: Claim) -> Obj | None:
         if claim.cluster:
@@ -214,6 +246,8 @@ class TemplateReconciler:
             if existing is not None and await self._replaced_owner(template, existing):
                 return
             self._check_owner(template, existing)
+            if keeps_binding(policy, template, existing):
+                return  # Lazy: the policy's change waits for the template's next change.
             desired = desired_binding(
                 template,
                 policy,

@@ -239,7 +239,8 @@ def _repair_status(binding: Obj) -> None:
 
 
 def _with_status(binding: Obj, result: ScheduleResult, spec_written: bool) -> Obj:
-    """A copy of ``binding`` with the status for ``result`` (lastScheduledTime only on writes)."""
+    """A copy of ``binding`` with the status for ``result`` (lastScheduledTime only on writes and
+    requested reschedules)."""
     updated = copy.deepcopy(binding)
     _repair_status(updated)
     condition = scheduled_condition(result)
@@ -253,7 +254,9 @@ def _with_status(binding: Obj, result: ScheduleResult, spec_written: bool) -> Ob
     status = updated.setdefault("status", {})
     if result.scheduled:
         status["schedulerObservedGeneration"] = generation_of(updated)
-        if spec_written or not status.get("lastScheduledTime"):
+        # A requested reschedule is done even when its result is the current one (Karmada sets
+        # lastScheduledTime on every successful scheduling).
+        if spec_written or not status.get("lastScheduledTime") or reschedule_requested(binding):
             status["lastScheduledTime"] = _now()
         if result.affinity_name:
             status["schedulerObservingAffinityName"] = result.affinity_name

@@ -173,8 +173,20 @@ CASES = [
     pytest.param(
         job,
         {"commandOverrider": [{"containerName": "pi", "operator": "add", "value": ["perl"]}]},
-        {f"{POD_SPEC}/containers/0": {"name": "pi", "image": "perl:5.34.0"}},
-        id="command overriders leave Jobs alone, like Karmada",
+        {f"{POD_SPEC}/containers/0/command": ["perl"]},
+        id="command add reaches a Job's pod template, as Karmada's since 2023",
+    ),
+    pytest.param(
+        job,
+        {"argsOverrider": [{"containerName": "pi", "operator": "add", "value": ["-Mbignum"]}]},
+        {f"{POD_SPEC}/containers/0/args": ["-Mbignum"]},
+        id="args add reaches a Job's pod template",
+    ),
+    pytest.param(
+        cron_job,
+        {"commandOverrider": [{"containerName": "pi", "operator": "add", "value": ["perl"]}]},
+        {"/spec/jobTemplate/spec/template/spec/containers/0/command": ["perl"]},
+        id="command add reaches a CronJob's jobTemplate",
     ),
     pytest.param(
         deployment,

@@ -167,3 +167,20 @@ def test_a_malformed_status_is_replaced_by_the_scheduled_condition(status: Any) 
     (condition,) = updated["status"]["conditions"]
     assert condition["reason"] == "Unschedulable"
     assert condition["message"].startswith("the binding is invalid: status")
+
+
+def test_a_reschedule_with_an_unchanged_result_is_recorded_as_done() -> None:
+    # Karmada sets lastScheduledTime on every successful scheduling; were it kept when the fresh
+    # result equals the current one, rescheduleTriggeredAt would stay later and every later
+    # reconcile would reschedule afresh again.
+    requested = binding(rescheduleTriggeredAt="2024-02-01T00:00:00Z") | {
+        "status": {
+            "conditions": [{"type": "Scheduled", "status": "True"}],
+            "lastScheduledTime": "2024-01-01T00:00:00Z",
+        }
+    }
+    assert schedule_reason(requested, CLUSTERS) == "reschedule requested"
+    result = ScheduleResult(clusters=[{"name": "member1", "replicas": 2}])
+    updated = _with_status(requested, result, spec_written=False)
+    assert updated["status"]["lastScheduledTime"] > "2024-02-01T00:00:00Z"
+    assert schedule_reason(updated, CLUSTERS) is None

@@ -1,0 +1,101 @@
+"""End to end: a WorkloadRebalancer returns a skewed Divided Deployment to its policy's split."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from controllers.api import RESOURCE_BINDING_GVK, WORKLOAD_REBALANCER_GVK
+from controllers.workloadrebalancer import parse_time
+from reconcile import NotFound
+from testenv import Environment, eventually
+from tests.e2e.stack import Stack, new_deployment, new_policy, running
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
+
+
+async def test_rebalancer_restores_the_split(joined: Environment, namespace: str) -> None:
+    async with running(joined, namespace) as stack:
+        await _rebalancer_restores_the_split(stack)
+
+
+def _ref(name: str, namespace: str) -> dict[str, str]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": name}
+
+
+async def _skew(stack: Stack, binding_name: str) -> None:
+    """Patch the binding's clusters to 1:2 by hand: the scheduler's steady path keeps that."""
+    ns = stack.namespace
+    binding = await stack.host.get(RESOURCE_BINDING_GVK, binding_name, namespace=ns)
+    binding["spec"]["clusters"] = [
+        {"name": "member1", "replicas": 1},
+        {"name": "member2", "replicas": 2},
+    ]
+    await stack.host.update(binding)
+    await stack.wait_replicas("nginx", {"member1": 1, "member2": 2})
+
+
+async def _after_last_schedule(stack: Stack, binding_name: str) -> None:
+    # Timestamps have second precision: a rebalancer created in the second of the last
+    # scheduling would not be after it (Karmada compares them alike).
+    binding = await stack.host.get(RESOURCE_BINDING_GVK, binding_name, namespace=stack.namespace)
+    last = parse_time(binding["status"]["lastScheduledTime"])
+
+    async def passed() -> bool:
+        return datetime.now(UTC) >= last + timedelta(seconds=1)
+
+    await eventually(passed, timeout=5)
+
+
+async def _rebalancer_restores_the_split(stack: Stack) -> None:
+    ns, rebalancer_name = stack.namespace, f"rebalance-{stack.namespace}"
+    await stack.host.create(new_deployment("nginx", ns, 3))
+    await stack.host.create(new_policy("nginx", ns, "nginx"))
+    await stack.wait_replicas("nginx", {"member1": 2, "member2": 1})
+    await _skew(stack, "nginx-deployment")
+    await _after_last_schedule(stack, "nginx-deployment")
+
+    created = await stack.host.create(
+        {
+            "apiVersion": WORKLOAD_REBALANCER_GVK.api_version,
+            "kind": WORKLOAD_REBALANCER_GVK.kind,
+            "metadata": {"name": rebalancer_name},
+            "spec": {
+                "workloads": [_ref("nginx", ns), _ref("ghost", ns)],
+                "ttlSecondsAfterFinished": 5,
+            },
+        }
+    )
+
+    async def finished() -> bool:
+        try:
+            current = await stack.host.get(WORKLOAD_REBALANCER_GVK, rebalancer_name)
+        except NotFound:
+            return False
+        return bool((current.get("status") or {}).get("finishTime"))
+
+    await eventually(finished, timeout=30, interval=0.1)
+    rebalancer = await stack.host.get(WORKLOAD_REBALANCER_GVK, rebalancer_name)
+    assert rebalancer["status"]["observedGeneration"] == 1
+    assert rebalancer["status"]["observedWorkloads"] == [
+        {"workload": _ref("ghost", ns), "result": "Failed", "reason": "ReferencedBindingNotFound"},
+        {"workload": _ref("nginx", ns), "result": "Successful"},
+    ]
+    await stack.wait_replicas("nginx", {"member1": 2, "member2": 1})
+    binding = await stack.host.get(RESOURCE_BINDING_GVK, "nginx-deployment", namespace=ns)
+    triggered = created["metadata"]["creationTimestamp"]
+    assert binding["spec"]["rescheduleTriggeredAt"] == triggered
+    assert parse_time(binding["status"]["lastScheduledTime"]) >= parse_time(triggered)
+
+    async def deleted() -> bool:
+        try:
+            await stack.host.get(WORKLOAD_REBALANCER_GVK, rebalancer_name)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(deleted, timeout=30)
+    finish = parse_time(rebalancer["status"]["finishTime"])
+    # Deleted once its TTL ran out, not before (the second of finishTime may be cut short).
+    assert datetime.now(UTC) >= finish + timedelta(seconds=4)

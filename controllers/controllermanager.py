@@ -3,7 +3,8 @@
 ``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
-status. ``run_controller_manager`` is what ``reconcile controller-manager`` runs.
+status, namespace, dependencies-distributor. ``run_controller_manager`` is what
+``reconcile controller-manager`` runs.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "binding": _lazy("controllers.binding.controller:setup"),
     "execution": _lazy("controllers.execution:setup"),
     "status": _lazy("controllers.status:setup"),
+    "namespace": _lazy("controllers.namespacesync:setup"),
+    "dependencies-distributor": _lazy("controllers.dependencies:setup"),
 }
 
 

@@ -185,6 +185,8 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "binding": "controllers.binding.controller:PERMISSIONS",
     "execution": "controllers.execution.controller:PERMISSIONS",
     "status": "controllers.status.binding:PERMISSIONS",
+    "namespace": "controllers.namespacesync:PERMISSIONS",
+    "dependencies-distributor": "controllers.dependencies.distributor:PERMISSIONS",
 }
 # Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
 

@@ -205,6 +205,7 @@ from controllers.api.work import (
     target_clusters,
     work_spec,
     work_status,
+    work_target_clusters,
 )
 
 __all__ = [
@@ -394,4 +395,5 @@ __all__ = [
     "webhooks_of",
     "work_spec",
     "work_status",
+    "work_target_clusters",
 ]

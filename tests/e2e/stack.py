@@ -89,8 +89,9 @@ async def running(
     options: ManagerOptions | None = None,
 ) -> AsyncIterator[Stack]:
     """The whole controller-manager on the host, and clients of every cluster; yields once every
-    member is Ready with its API enablements known and has the namespace (else a fresh session's first template could
-    be scheduled before a member is known to serve it). The controller-manager reaches the host
+    member is Ready with its API enablements known (else a fresh session's first template could
+    be scheduled before a member is known to serve it) and has ``namespace`` (made by the
+    namespace controller). The controller-manager reaches the host
     with ``config`` (default: as admin) and runs with ``options`` (default: no metrics)."""
     host = await client_of(env.host)
     members = {name: await client_of(env.members[name]) for name in MEMBERS}

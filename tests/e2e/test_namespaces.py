@@ -87,9 +87,7 @@ async def test_cluster_override_policies_apply_to_namespaces(
                         {
                             "targetCluster": {"clusterNames": ["member1"]},
                             "overriders": {
-                                "labelsOverrider": [
-                                    {"operator": "add", "value": {"tier": "gold"}}
-                                ]
+                                "labelsOverrider": [{"operator": "add", "value": {"tier": "gold"}}]
                             },
                         }
                     ],

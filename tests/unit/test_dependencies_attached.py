@@ -44,7 +44,7 @@ def _parent(name: str = "web-deployment", clusters: tuple[str, ...] = ("member1"
     }
 
 
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "ConfigMap",
     "metadata": {"name": "cfg", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
@@ -94,7 +94,9 @@ def test_dependencies_are_deduplicated_sorted_and_recorded() -> None:
     assert unique == [cfg, secret]
     parent = {"metadata": {"annotations": {DEPENDENCIES_ANNOTATION: dependencies_json(unique)}}}
     assert recorded_dependencies(parent) == unique
-    assert recorded_dependencies({"metadata": {"annotations": {DEPENDENCIES_ANNOTATION: "{"}}}) == []
+    assert (
+        recorded_dependencies({"metadata": {"annotations": {DEPENDENCIES_ANNOTATION: "{"}}}) == []
+    )
 
 
 def test_a_selector_dependency_matches_by_labels_in_its_namespace() -> None:

@@ -3,8 +3,8 @@
 ``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
-status, workload-rebalancer. ``run_controller_manager`` is what ``reconcile controller-manager``
-runs.
+status, workload-rebalancer, namespace, dependencies-distributor. ``run_controller_manager`` is
+what ``reconcile controller-manager`` runs.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "execution": _lazy("controllers.execution:setup"),
     "status": _lazy("controllers.status:setup"),
     "workload-rebalancer": _lazy("controllers.workloadrebalancer:setup"),
+    "namespace": _lazy("controllers.namespacesync:setup"),
+    "dependencies-distributor": _lazy("controllers.dependencies:setup"),
 }
 
 

@@ -186,6 +186,8 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "execution": "controllers.execution.controller:PERMISSIONS",
     "status": "controllers.status.binding:PERMISSIONS",
     "workload-rebalancer": "controllers.workloadrebalancer.controller:PERMISSIONS",
+    "namespace": "controllers.namespacesync:PERMISSIONS",
+    "dependencies-distributor": "controllers.dependencies.distributor:PERMISSIONS",
 }
 # Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
 

@@ -221,6 +221,7 @@ from controllers.api.work import (
     target_clusters,
     work_spec,
     work_status,
+    work_target_clusters,
 )
 
 __all__ = [
@@ -423,4 +424,5 @@ __all__ = [
     "webhooks_of",
     "work_spec",
     "work_status",
+    "work_target_clusters",
 ]

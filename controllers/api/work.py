@@ -59,6 +59,7 @@ __all__ = [
     "target_clusters",
     "work_spec",
     "work_status",
+    "work_target_clusters",
 ]
 
 WORK_GROUP: Final = "work.karmada.io"
@@ -279,6 +280,21 @@ def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
         if name not in seen:
             seen.add(name)
             targets.append(target)
+    return targets
+
+
+def work_target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
+    """The clusters a binding's Works go to: ``spec.clusters``, then the clusters of every
+    binding in ``spec.requiredBy`` not already there (an attached binding follows what requires
+    it: Karmada's mergeTargetClusters). Each cluster once, with its first entry."""
+    targets = target_clusters(binding)
+    seen = {target.get("name", "") for target in targets}
+    for snapshot in binding_spec(binding).get("requiredBy") or []:
+        for target in snapshot.get("clusters") or []:
+            name = target.get("name", "")
+            if name and name not in seen:
+                seen.add(name)
+                targets.append(TargetCluster(name=name))
     return targets
 
 

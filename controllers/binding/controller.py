@@ -54,7 +54,7 @@ from controllers.api import (
     override_spec,
     replica_scheduling_type_of,
     target_cluster_names,
-    target_clusters,
+    work_target_clusters,
 )
 from controllers.binding.names import binding_id_label, binding_id_of
 from controllers.binding.overrides import OverrideError
@@ -171,9 +171,17 @@ def _finalizer(binding: Mapping[str, Any]) -> str:
 def _kept_clusters(binding: Mapping[str, Any]) -> set[str]:
     """Clusters whose Works stay: targets and clusters still being gracefully evicted."""
     spec = binding_spec(binding)
-    kept = {t.get("name", "") for t in target_clusters(binding)}
+    kept = {t.get("name", "") for t in work_target_clusters(binding)}
     kept |= {str(t.get("fromCluster", "")) for t in spec.get("gracefulEvictionTasks") or []}
     return kept - {""}
+
+
+def _dispatchable(binding: Mapping[str, Any]) -> bool:
+    """Scheduled, or attached to bindings that require it (those have no schedule of their own:
+    they follow ``requiredBy``, see controllers.dependencies)."""
+    return is_condition_true(binding, SCHEDULED_CONDITION) or bool(
+        binding_spec(binding).get("requiredBy")
+    )
 
 
 def merged_work(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
@@ -235,7 +243,7 @@ class BindingController:
             await self._finalize(binding)
             return None
         binding = await self._ensure_identity(binding)
-        if not is_condition_true(binding, SCHEDULED_CONDITION):
+        if not _dispatchable(binding):
             return None
         await self._remove_orphans(binding, _kept_clusters(binding))
         template = await self._template(binding)
@@ -283,7 +291,11 @@ class BindingController:
         gvk = GVK.from_api_version(resource.get("apiVersion", ""), resource.get("kind", ""))
         name, namespace = resource.get("name", ""), resource.get("namespace") or None
         # A full informer only: reading a metadata-only kind would open a cluster-wide full one.
-        watched = any(s.gvk == gvk and not s.metadata_only for s in self.client.cache.informers())
+        # ... and one holding the template's namespace: Secrets are cached in karmada-cluster only.
+        watched = any(
+            s.gvk == gvk and not s.metadata_only and s.namespace in (None, namespace)
+            for s in self.client.cache.informers()
+        )
         try:
             if watched:
                 template = await self.client.get(gvk, name, namespace=namespace)
@@ -302,7 +314,7 @@ class BindingController:
         if namespace:
             overrides = await self.client.list_all(OVERRIDE_POLICY_GVK, namespace=namespace)
         cluster_overrides = await self.client.list_all(CLUSTER_OVERRIDE_POLICY_GVK)
-        for target in target_clusters(binding):
+        for target in work_target_clusters(binding):
             name = target.get("name", "")
             try:
                 sync.deleting |= await self._sync_cluster(

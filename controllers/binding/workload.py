@@ -61,7 +61,13 @@ from controllers.binding.overrides import (
 from controllers.binding.prune import prune_manifest
 from reconcile import annotations_of, generation_of, name_of, namespace_of, uid_of
 
-__all__ = ["ClusterWorkload", "build_work", "build_workload", "conflict_resolution_for"]
+__all__ = [
+    "ClusterWorkload",
+    "build_work",
+    "build_workload",
+    "conflict_resolution_for",
+    "record_managed_keys",
+]
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,9 @@ def _merge(obj: dict[str, Any], field: str, values: Mapping[str, str]) -> None:
     metadata[field] = {**(metadata.get(field) or {}), **values}
 
 
-def _record_managed_keys(obj: dict[str, Any]) -> None:
+def record_managed_keys(obj: dict[str, Any]) -> None:
+    """Record the label and annotation keys ``obj`` carries in the managed-labels and
+    managed-annotations annotations, so keys removed later are removed from the member too."""
     metadata = obj.setdefault("metadata", {})
     annotations = dict(metadata.get("annotations") or {})
     recorded = {MANAGED_ANNOTATIONS_ANNOTATION, MANAGED_LABELS_ANNOTATION}
@@ -164,7 +172,7 @@ def build_workload(
         work_annotations[RESOURCE_TEMPLATE_GENERATION_ANNOTATION] = str(generation_of(template))
     _merge(manifest, "annotations", work_annotations)
     manifest = prune_manifest(manifest)
-    _record_managed_keys(manifest)
+    record_managed_keys(manifest)
     return ClusterWorkload(cluster_name, manifest, result.cluster_overrides, result.overrides)
 
 

@@ -90,13 +90,11 @@ async def running(
 ) -> AsyncIterator[Stack]:
     """The whole controller-manager on the host, and clients of every cluster; yields once every
     member is Ready with its API enablements known (else a fresh session's first template could
-    be scheduled before a member is known to serve it). The controller-manager reaches the host
+    be scheduled before a member is known to serve it) and has ``namespace`` (made by the
+    namespace controller). The controller-manager reaches the host
     with ``config`` (default: as admin) and runs with ``options`` (default: no metrics)."""
     host = await client_of(env.host)
     members = {name: await client_of(env.members[name]) for name in MEMBERS}
-    for name, member in members.items():
-        if not await has_namespace(member, namespace):
-            await env.members[name].create_namespace(namespace)
     if config is None:
         config = await ClusterConfig.from_kubeconfig(
             env.host.kubeconfig, temp_dir=env.host.directory / "client"
@@ -107,6 +105,8 @@ async def running(
         async with anyio.create_task_group() as group:
             await group.start(manager.start)
             await eventually(lambda: clusters_ready(host, MEMBERS), timeout=60, interval=0.2)
+            # The namespace controller creates the test's namespace in the members.
+            await eventually(lambda: in_every_member(members, namespace), timeout=60)
             yield Stack(env, host, members, namespace, context)
             manager.stop()
     finally:
@@ -120,6 +120,14 @@ async def has_namespace(client: Client, name: str) -> bool:
         await client.get(GVK("", "v1", "Namespace"), name)
     except NotFound:
         return False
+    return True
+
+
+async def in_every_member(members: dict[str, Client], namespace: str) -> bool:
+    """Whether every member has the namespace ``namespace``."""
+    for member in members.values():
+        if not await has_namespace(member, namespace):
+            return False
     return True
 
 

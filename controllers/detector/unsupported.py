@@ -39,7 +39,6 @@ _UNSUPPORTED: Final[Mapping[str, Check]] = {
     "spec.association": _set("association"),
     "spec.failover": _set("failover"),
     "spec.placement.clusterTolerations[].tolerationSeconds": _toleration_seconds,
-    "spec.propagateDeps": _set("propagateDeps"),
     "spec.schedulePriority": _set("schedulePriority"),
 }
 

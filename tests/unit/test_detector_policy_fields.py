@@ -80,7 +80,8 @@ def test_waiting_templates_are_enqueued_by_the_override_they_wait_for() -> None:
     ("spec", "fields"),
     [
         pytest.param({}, [], id="nothing set"),
-        pytest.param({"association": False, "propagateDeps": False}, [], id="no-op values"),
+        pytest.param({"association": False}, [], id="no-op values"),
+        pytest.param({"propagateDeps": True}, [], id="propagateDeps: the distributor's"),
         pytest.param(
             {"schedulePriority": {"priorityClassName": "high"}},
             ["spec.schedulePriority"],

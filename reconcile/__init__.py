@@ -125,8 +125,10 @@ from reconcile.labels import (
     Requirement,
     Selector,
     parse_selector,
+    qualified_name_problem,
     selector_from_label_selector,
     validate_label_selector,
+    validate_labels,
 )
 from reconcile.leaderelection import (
     DEFAULT_LEASE_DURATION,
@@ -524,6 +526,7 @@ __all__ = [
     "parse_pointer",
     "parse_selector",
     "predicate",
+    "qualified_name_problem",
     "remove_condition",
     "remove_finalizer",
     "resolve_pointer",
@@ -537,5 +540,6 @@ __all__ = [
     "truncate_message",
     "uid_of",
     "validate_label_selector",
+    "validate_labels",
     "with_authentication_and_authorization",
 ]

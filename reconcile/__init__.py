@@ -299,6 +299,16 @@ from reconcile.store import (
 from reconcile.watch import (
     WatchEvents,
 )
+from reconcile.webhook import (
+    AdmissionError,
+    AdmissionRequest,
+    AdmissionResponse,
+    Convertible,
+    CustomDefaulter,
+    CustomValidator,
+    WebhookServer,
+    webhook_managed_by,
+)
 from reconcile.workqueue import (
     DEFAULT_PRIORITY,
     LOW_PRIORITY,
@@ -310,6 +320,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALL_NAMESPACES",
+    "AdmissionError",
+    "AdmissionRequest",
+    "AdmissionResponse",
     "AlreadyExists",
     "AlreadyOwned",
     "ApiError",
@@ -340,6 +353,9 @@ __all__ = [
     "ControllerMetrics",
     "ControllerOptions",
     "ControllerRecorder",
+    "Convertible",
+    "CustomDefaulter",
+    "CustomValidator",
     "DEFAULT_ALLOW_CACHE_TTL",
     "DEFAULT_BASE_DELAY",
     "DEFAULT_BUCKET_BURST",
@@ -477,6 +493,7 @@ __all__ = [
     "Unlimited",
     "UserInfo",
     "WatchEvents",
+    "WebhookServer",
     "WorkQueue",
     "WorkQueueMetrics",
     "__version__",
@@ -537,5 +554,6 @@ __all__ = [
     "truncate_message",
     "uid_of",
     "validate_label_selector",
+    "webhook_managed_by",
     "with_authentication_and_authorization",
 ]

@@ -301,6 +301,16 @@ from reconcile.store import (
 from reconcile.watch import (
     WatchEvents,
 )
+from reconcile.webhook import (
+    AdmissionError,
+    AdmissionRequest,
+    AdmissionResponse,
+    Convertible,
+    CustomDefaulter,
+    CustomValidator,
+    WebhookServer,
+    webhook_managed_by,
+)
 from reconcile.workqueue import (
     DEFAULT_PRIORITY,
     LOW_PRIORITY,
@@ -312,6 +322,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALL_NAMESPACES",
+    "AdmissionError",
+    "AdmissionRequest",
+    "AdmissionResponse",
     "AlreadyExists",
     "AlreadyOwned",
     "ApiError",
@@ -342,6 +355,9 @@ __all__ = [
     "ControllerMetrics",
     "ControllerOptions",
     "ControllerRecorder",
+    "Convertible",
+    "CustomDefaulter",
+    "CustomValidator",
     "DEFAULT_ALLOW_CACHE_TTL",
     "DEFAULT_BASE_DELAY",
     "DEFAULT_BUCKET_BURST",
@@ -479,6 +495,7 @@ __all__ = [
     "Unlimited",
     "UserInfo",
     "WatchEvents",
+    "WebhookServer",
     "WorkQueue",
     "WorkQueueMetrics",
     "__version__",
@@ -541,5 +558,6 @@ __all__ = [
     "uid_of",
     "validate_label_selector",
     "validate_labels",
+    "webhook_managed_by",
     "with_authentication_and_authorization",
 ]

@@ -3,7 +3,8 @@
 ``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
-status. ``run_controller_manager`` is what ``reconcile controller-manager`` runs.
+status; ``webhook`` (Karmada's admission webhook) only when named. ``run_controller_manager`` is
+what ``reconcile controller-manager`` runs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from controllers.cluster import (
 from controllers.context import Context
 from reconcile import Manager, ManagerOptions
 
-__all__ = ["CONTROLLERS", "build", "run_controller_manager"]
+__all__ = ["CONTROLLERS", "DISABLED_BY_DEFAULT", "build", "run_controller_manager"]
 
 Setup = Callable[[Context], None]
 
@@ -55,13 +56,18 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "binding": _lazy("controllers.binding.controller:setup"),
     "execution": _lazy("controllers.execution:setup"),
     "status": _lazy("controllers.status:setup"),
+    "webhook": _lazy("controllers.webhook:setup"),
 }
+
+DISABLED_BY_DEFAULT: Final = frozenset({"webhook"})
+"""Controllers ``*`` leaves out, as karmada-controller-manager's ``*`` does its opt-in ones: name
+them to run them (``--controllers=*,webhook``)."""
 
 
 def _selected(names: Sequence[str] | None) -> list[str]:
     """karmada's syntax: ``*`` for all, ``-name`` to leave one out."""
     wanted = list(names or ["*"])
-    chosen = list(CONTROLLERS) if "*" in wanted else []
+    chosen = [c for c in CONTROLLERS if c not in DISABLED_BY_DEFAULT] if "*" in wanted else []
     for name in wanted:
         if name == "*":
             continue

@@ -185,6 +185,7 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "binding": "controllers.binding.controller:PERMISSIONS",
     "execution": "controllers.execution.controller:PERMISSIONS",
     "status": "controllers.status.binding:PERMISSIONS",
+    "webhook": "controllers.webhook:PERMISSIONS",
 }
 # Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
 

@@ -12,9 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reconcile.webhook import CREATE, current_request
+
 __all__ = ["creating_request"]
 
 
 def creating_request(obj: Mapping[str, Any]) -> bool:
     """Whether ``obj`` is being created (else updated)."""
+    request = current_request()
+    if request is not None:
+        return request.operation == CREATE
     return not (obj.get("metadata") or {}).get("uid")

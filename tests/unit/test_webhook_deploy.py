@@ -60,7 +60,7 @@ def test_the_webhook_may_do_what_it_declares_and_no_more() -> None:
 
 
 def test_the_webhook_controller_runs_only_when_named() -> None:
-    assert DISABLED_BY_DEFAULT == {"webhook"}
+    assert {"webhook"} == DISABLED_BY_DEFAULT
     assert "webhook" not in _selected(["*"])
     assert _selected(["*", "webhook"])[-1] == "webhook"
     assert _selected(["webhook"]) == ["webhook"]

@@ -54,6 +54,7 @@ from reconcile.webhook.server import (
     DEFAULT_WEBHOOK_PORT,
     Hook,
     WebhookServer,
+    status_response,
 )
 from reconcile.webhook.validator import CustomValidator, ValidatorHandler
 
@@ -97,6 +98,7 @@ __all__ = [
     "mutate_path",
     "patched",
     "response_for_error",
+    "status_response",
     "validate_path",
     "webhook_managed_by",
 ]

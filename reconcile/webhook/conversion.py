@@ -11,7 +11,7 @@ metadata other than labels and annotations; the apiserver refuses that.
 ``ConversionWebhook`` is the HTTP endpoint (served at ``/convert``). A conversion that raises, a
 kind without converters or a version it does not know makes the whole review fail with the
 message (``result.status: Failure``), which the apiserver reports to the client; a body that is
-not a ConversionReview is answered HTTP 400, as controller-runtime does.
+not a ConversionReview is answered HTTP 400 (a Status), as controller-runtime does.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from aiohttp import web
 
 from reconcile.gvk import GVK
 from reconcile.store import Obj, deep_copy
+from reconcile.webhook.server import status_response
 
 __all__ = [
     "CONVERSION_REVIEW_VERSION",
@@ -197,7 +198,7 @@ class ConversionWebhook:
             uid, desired, objects = _request(orjson.loads(await http.read()))
         except (orjson.JSONDecodeError, ConversionError) as error:
             log.info("bad conversion request", path=http.path, error=str(error))
-            return web.Response(status=400, text=f"malformed ConversionReview: {error}\n")
+            return status_response(400, "BadRequest", f"malformed ConversionReview: {error}")
         try:
             converted = [self.convert(obj, desired) for obj in objects]
         except ConversionError as error:

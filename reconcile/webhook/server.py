@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_WEBHOOK_PORT",
     "Hook",
     "WebhookServer",
+    "status_response",
 ]
 
 log = structlog.get_logger("reconcile.webhook")
@@ -56,8 +57,8 @@ Hook = Callable[[web.Request], Awaitable[web.StreamResponse]]
 """What serves one path: an aiohttp handler (an admission Webhook, a ConversionWebhook, ...)."""
 
 
-def _status(code: int, reason: str, message: str) -> web.Response:
-    # A metav1.Status, as the apiserver itself answers errors.
+def status_response(code: int, reason: str, message: str) -> web.Response:
+    """An HTTP ``code`` answer whose body is a metav1.Status, as the apiserver's own errors."""
     body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
     body |= {"reason": reason, "message": message}
     return web.Response(status=code, body=orjson.dumps(body), content_type="application/json")
@@ -147,7 +148,7 @@ class WebhookServer:
         path = request.path
         hook = self._hooks.get(path)
         if hook is None:
-            return _status(404, "NotFound", f"no webhook at {path}")
+            return status_response(404, "NotFound", f"no webhook at {path}")
         metrics = self._metrics
         if metrics is None:
             return await self._serve(hook, request)
@@ -166,7 +167,7 @@ class WebhookServer:
             return _too_large(limit)
         except Exception:
             log.exception("webhook failed", path=request.path)
-            return _status(500, "InternalError", f"webhook {request.path} failed")
+            return status_response(500, "InternalError", f"webhook {request.path} failed")
 
     def _application(self) -> web.Application:
         # aiohttp's own bound on request.read() is the one we want (it raises 413 itself).
@@ -212,4 +213,4 @@ class WebhookServer:
 
 def _too_large(limit: int) -> web.Response:
     message = f"request entity is too large; limit is {limit} bytes"
-    return _status(413, "RequestEntityTooLarge", message)
+    return status_response(413, "RequestEntityTooLarge", message)

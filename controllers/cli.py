@@ -1,4 +1,4 @@
-"""Cli is the ``reconcile`` command line: controller-manager, join, interpret, testenv and demo."""
+"""Cli is the ``reconcile`` command line: controller-manager, join, webhook, interpret, testenv."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from reconcile import (
     configure_logging,
 )
 from reconcile.manager import DEFAULT_METRICS_BIND_ADDRESS
+from reconcile.webhook import DEFAULT_CERT_DIR
 from testenv.cli import add_testenv_parser
 
 __all__ = ["main"]
@@ -104,13 +105,14 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"not a boolean: {text!r} (true or false)")
 
 
-def _add_metrics_flags(parser: argparse.ArgumentParser) -> None:
+def _add_metrics_flags(
+    parser: argparse.ArgumentParser, default: str = DEFAULT_METRICS_BIND_ADDRESS
+) -> None:
     # Names are kubebuilder's (cmd/main.go); the secure default depends on the address instead.
     parser.add_argument(
         "--metrics-bind-address",
-        default=DEFAULT_METRICS_BIND_ADDRESS,
-        help=f"where /metrics listens; :8443 for every interface, 0 to disable "
-        f"(default {DEFAULT_METRICS_BIND_ADDRESS})",
+        default=default,
+        help=f"where /metrics listens; :8443 for every interface, 0 to disable (default {default})",
     )
     parser.add_argument(
         "--metrics-secure",
@@ -231,6 +233,57 @@ def _controller_manager(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_webhook(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Literals, not controllers.webhook's constants: the parser is built on every start.
+    parser = commands.add_parser(
+        "webhook", help="serve Karmada's admission webhooks (defaults, validation) for the host"
+    )
+    parser.add_argument("--kubeconfig", help="the host cluster (default: $KUBECONFIG, in-cluster)")
+    parser.add_argument("--context", help="kubeconfig context of the host")
+    # karmada-webhook's flags and defaults.
+    parser.add_argument("--bind-address", default="0.0.0.0")
+    parser.add_argument("--secure-port", type=int, default=8443)
+    parser.add_argument("--cert-dir", default=DEFAULT_CERT_DIR)
+    parser.add_argument("--tls-cert-file-name", default="tls.crt")
+    parser.add_argument("--tls-private-key-file-name", default="tls.key")
+    _add_metrics_flags(parser, default=":8080")
+    parser.add_argument("--health-probe-bind-address", default=":8000")
+    _add_member_flags(parser)
+    parser.add_argument("--log-format", choices=["console", "json"], default="console")
+    parser.add_argument("--log-level", default="INFO")
+    parser.set_defaults(func=_webhook)
+
+
+def _webhook(args: argparse.Namespace) -> int:
+    from controllers.webhook.command import WebhookOptions, run_webhook
+
+    configure_logging(json=args.log_format == "json", level=args.log_level)
+    webhook = WebhookOptions(
+        bind_address=args.bind_address,
+        secure_port=args.secure_port,
+        cert_dir=args.cert_dir,
+        cert_name=args.tls_cert_file_name,
+        key_name=args.tls_private_key_file_name,
+    )
+    options = ManagerOptions(
+        **_metrics_options(args), health_probe_bind_address=args.health_probe_bind_address
+    )
+    try:
+        anyio.run(
+            lambda: run_webhook(
+                args.kubeconfig,
+                context=args.context,
+                webhook=webhook,
+                options=options,
+                members=_members(args),
+            )
+        )
+    except (ConfigError, ValueError) as error:
+        print(f"webhook: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _add_join(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser("join", help="register a member cluster with the host")
     parser.add_argument("name", help="the member's Cluster name")
@@ -280,6 +333,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_controller_manager(commands)
     _add_join(commands)
+    _add_webhook(commands)
     add_interpret_parser(commands)
     add_testenv_parser(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")

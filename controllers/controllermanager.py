@@ -3,7 +3,8 @@
 ``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
-status, workload-rebalancer, namespace, dependencies-distributor. ``run_controller_manager`` is
+status, workload-rebalancer, namespace, dependencies-distributor; ``webhook`` (Karmada's
+admission webhook) only when named. ``run_controller_manager`` is
 what ``reconcile controller-manager`` runs.
 """
 
@@ -31,7 +32,7 @@ from reconcile import Manager, ManagerOptions
 
 _log = structlog.get_logger("controllers.controllermanager")
 
-__all__ = ["CONTROLLERS", "build", "run_controller_manager"]
+__all__ = ["CONTROLLERS", "DISABLED_BY_DEFAULT", "build", "run_controller_manager"]
 
 Setup = Callable[[Context], None]
 
@@ -66,13 +67,18 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "workload-rebalancer": _lazy("controllers.workloadrebalancer:setup"),
     "namespace": _lazy("controllers.namespacesync:setup"),
     "dependencies-distributor": _lazy("controllers.dependencies:setup"),
+    "webhook": _lazy("controllers.webhook:setup"),
 }
+
+DISABLED_BY_DEFAULT: Final = frozenset({"webhook"})
+"""Controllers ``*`` leaves out, as karmada-controller-manager's ``*`` does its opt-in ones: name
+them to run them (``--controllers=*,webhook``)."""
 
 
 def _selected(names: Sequence[str] | None) -> list[str]:
     """karmada's syntax: ``*`` for all, ``-name`` to leave one out."""
     wanted = list(names or ["*"])
-    chosen = list(CONTROLLERS) if "*" in wanted else []
+    chosen = [c for c in CONTROLLERS if c not in DISABLED_BY_DEFAULT] if "*" in wanted else []
     for name in wanted:
         if name == "*":
             continue

@@ -188,6 +188,7 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "workload-rebalancer": "controllers.workloadrebalancer.controller:PERMISSIONS",
     "namespace": "controllers.namespacesync:PERMISSIONS",
     "dependencies-distributor": "controllers.dependencies.distributor:PERMISSIONS",
+    "webhook": "controllers.webhook:PERMISSIONS",
 }
 # Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
 

@@ -125,8 +125,10 @@ from reconcile.labels import (
     Requirement,
     Selector,
     parse_selector,
+    qualified_name_problem,
     selector_from_label_selector,
     validate_label_selector,
+    validate_labels,
 )
 from reconcile.leaderelection import (
     DEFAULT_LEASE_DURATION,
@@ -299,6 +301,16 @@ from reconcile.store import (
 from reconcile.watch import (
     WatchEvents,
 )
+from reconcile.webhook import (
+    AdmissionError,
+    AdmissionRequest,
+    AdmissionResponse,
+    Convertible,
+    CustomDefaulter,
+    CustomValidator,
+    WebhookServer,
+    webhook_managed_by,
+)
 from reconcile.workqueue import (
     DEFAULT_PRIORITY,
     LOW_PRIORITY,
@@ -310,6 +322,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALL_NAMESPACES",
+    "AdmissionError",
+    "AdmissionRequest",
+    "AdmissionResponse",
     "AlreadyExists",
     "AlreadyOwned",
     "ApiError",
@@ -340,6 +355,9 @@ __all__ = [
     "ControllerMetrics",
     "ControllerOptions",
     "ControllerRecorder",
+    "Convertible",
+    "CustomDefaulter",
+    "CustomValidator",
     "DEFAULT_ALLOW_CACHE_TTL",
     "DEFAULT_BASE_DELAY",
     "DEFAULT_BUCKET_BURST",
@@ -477,6 +495,7 @@ __all__ = [
     "Unlimited",
     "UserInfo",
     "WatchEvents",
+    "WebhookServer",
     "WorkQueue",
     "WorkQueueMetrics",
     "__version__",
@@ -524,6 +543,7 @@ __all__ = [
     "parse_pointer",
     "parse_selector",
     "predicate",
+    "qualified_name_problem",
     "remove_condition",
     "remove_finalizer",
     "resolve_pointer",
@@ -537,5 +557,7 @@ __all__ = [
     "truncate_message",
     "uid_of",
     "validate_label_selector",
+    "validate_labels",
+    "webhook_managed_by",
     "with_authentication_and_authorization",
 ]

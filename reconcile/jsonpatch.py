@@ -8,6 +8,9 @@ existing member; ``remove`` and ``replace`` need their target; array indices may
 (counted from the end) and ``-`` appends; ``move`` cannot move a value into its own child;
 ``test`` compares as JSON does (``true`` is not ``1``). The document passed in is never changed;
 every failure is a ``JsonPatchError`` naming the operation and the pointer.
+
+``create_json_patch`` goes the other way, as gomodules.xyz/jsonpatch does for controller-runtime's
+admission responses: the operations that turn one document into another.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ __all__ = [
     "JSON_PATCH_OPERATIONS",
     "JsonPatchError",
     "apply_json_patch",
+    "create_json_patch",
     "parse_pointer",
     "resolve_pointer",
 ]
@@ -204,3 +208,40 @@ def apply_json_patch(
         except JsonPatchError as error:
             raise JsonPatchError(f"{where}{op} {operation.get('path')}: {error}") from None
     return result
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _diff(original: Any, mutated: Any, path: str, out: list[dict[str, Any]]) -> None:
+    if isinstance(original, Mapping) and isinstance(mutated, Mapping):
+        for key in original:
+            if key not in mutated:
+                out.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        for key, value in mutated.items():
+            where = f"{path}/{_escape(key)}"
+            if key not in original:
+                out.append({"op": "add", "path": where, "value": deep_copy(value)})
+            else:
+                _diff(original[key], value, where, out)
+        return
+    if isinstance(original, list) and isinstance(mutated, list) and len(original) == len(mutated):
+        for index, (before, after) in enumerate(zip(original, mutated, strict=True)):
+            _diff(before, after, f"{path}/{index}", out)
+        return
+    if not _json_equal(original, mutated):
+        # Lists that grew or shrank are replaced whole: shorter than index-shifting operations
+        # and never ambiguous about which element moved.
+        out.append({"op": "replace", "path": path, "value": deep_copy(mutated)})
+
+
+def create_json_patch(original: Any, mutated: Any) -> list[dict[str, Any]]:
+    """The RFC 6902 operations that turn ``original`` into ``mutated`` (empty when equal).
+
+    Members are added, removed or replaced one by one; a list whose length changed is replaced
+    whole. ``apply_json_patch(original, create_json_patch(original, mutated)) == mutated``.
+    """
+    out: list[dict[str, Any]] = []
+    _diff(original, mutated, "", out)
+    return out

@@ -4,7 +4,8 @@ Two spellings reach us: the string form of ``?labelSelector=`` (``app=web,tier!=
 !legacy``) and the LabelSelector object of specs (``matchLabels`` plus ``matchExpressions`` with
 In/NotIn/Exists/DoesNotExist). Both become a ``Selector``; an empty selector matches everything.
 ``validate_label_selector`` checks a LabelSelector as the apiserver does those of built-in kinds
-(a CRD's schema may let through what it would refuse).
+(a CRD's schema may let through what it would refuse); ``validate_labels`` and
+``qualified_name_problem`` check a label map and a qualified name the same way.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ __all__ = [
     "Requirement",
     "Selector",
     "parse_selector",
+    "qualified_name_problem",
     "selector_from_label_selector",
     "validate_label_selector",
+    "validate_labels",
 ]
 
 _OPERATORS: Final = ("in", "notin", "exists", "doesnotexist", "=", "!=")
@@ -254,3 +257,19 @@ def validate_label_selector(selector: Mapping[str, Any] | None, path: str) -> li
     for index, requirement in enumerate(expressions):
         problems += _requirement_problems(requirement, f"{path}.matchExpressions[{index}]")
     return problems
+
+
+def qualified_name_problem(name: object) -> str | None:
+    """Why ``name`` is no qualified name (``[prefix/]name``, apimachinery's IsQualifiedName),
+    None when it is one."""
+    return _key_problem(name)
+
+
+def validate_labels(labels: Mapping[str, Any] | None, path: str) -> list[str]:
+    """What apimachinery's ValidateLabels finds wrong with the label map at ``path``: keys must be
+    qualified names, values label values (one message per problem; empty: nothing)."""
+    if not labels:
+        return []
+    if not isinstance(labels, Mapping):
+        return _not_a("object", labels, path)
+    return _labels_problems(labels, path)

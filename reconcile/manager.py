@@ -1,11 +1,13 @@
 """Manager runs everything a controller process needs, in a safe order, and stops it in reverse.
 
 Start order, as controller-runtime's runnable groups: the HTTP servers (metrics, health probes),
-then every cluster's cache, waited for until synced; then, on every replica, the runnables that
-need no leadership (the event broadcaster, ``add(..., leader_only=False)``, controllers built with
-``need_leader_election=False``) and every controller's warmup (its queue and sources, so standbys
-keep warm caches); then, immediately or after winning the Lease when leader election is on, the
-leader-only runnables (controllers' workers). A runnable added after start starts at once in its
+then the webhook server if anything registered webhooks (conversion webhooks must answer before
+caches of converted kinds can sync), then every cluster's cache, waited for until synced; then,
+on every replica, the runnables that need no leadership (the event broadcaster,
+``add(..., leader_only=False)``, controllers built with ``need_leader_election=False``) and
+every controller's warmup (its queue and sources, so standbys keep warm caches); then,
+immediately or after winning the Lease when leader election is on, the leader-only runnables
+(controllers' workers). A runnable added after start starts at once in its
 group. ``/readyz`` stays failing until every informer requested so far has synced.
 
 Metrics listen on loopback by default; bound beyond it they are served over HTTPS and only to
@@ -53,6 +55,7 @@ from reconcile.metrics import register_cache_scans
 from reconcile.metricsauth import FilterProvider, with_authentication_and_authorization
 from reconcile.server import Check, HTTPServer, is_loopback, parse_bind_address
 from reconcile.servingcert import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
+from reconcile.webhook.server import WebhookServer
 
 __all__ = ["Manager", "ManagerOptions", "NotLeader", "Runnable"]
 
@@ -128,6 +131,10 @@ class ManagerOptions:
     """Field manager of writes through the manager's clients. Defaults to "reconcile"."""
     registry: CollectorRegistry | None = field(default=None, compare=False)
     """Where metrics are registered. Defaults to a registry of the manager's own."""
+    webhook_server: WebhookServer | None = field(default=None, compare=False)
+    """The server webhooks are registered on (controller-runtime's ``Options.WebhookServer``).
+    Defaults to None: ``WebhookServer()`` (port 9443, controller-runtime's cert dir), made when
+    first asked for; it runs only if something asked for it."""
 
 
 @dataclass
@@ -196,6 +203,9 @@ class Manager:
         self._metrics = self._metrics_server()  # bad metrics options fail here, not at start
         self.probe_port: int | None = None
         self.elected = anyio.Event()
+        self._webhook_server: WebhookServer | None = None
+        if self.options.webhook_server is not None:
+            self._use_webhook_server(self.options.webhook_server)
 
     @classmethod
     async def from_kubeconfig(
@@ -317,6 +327,27 @@ class Manager:
         """An EventRecorder writing Events as ``component``."""
         return self.events.recorder(component)
 
+    @property
+    def webhook_server(self) -> WebhookServer:
+        """The webhook server, made on first use; it starts with the manager, before the caches,
+        and adds the readyz check ``webhook`` (passing once it listens).
+
+        Raises:
+            RuntimeError: first asked for after start (it would never run).
+        """
+        if self._webhook_server is None:
+            if self._others is not None:
+                raise RuntimeError("the webhook server must be set up before the manager starts")
+            self._use_webhook_server(WebhookServer())
+        assert self._webhook_server is not None
+        return self._webhook_server
+
+    def _use_webhook_server(self, server: WebhookServer) -> None:
+        if server.registry is None:
+            server.registry = self.registry
+        self._webhook_server = server
+        self.add_readyz_check("webhook", server.started_checker())
+
     def add_healthz_check(self, name: str, check: Check) -> None:
         """Add a /healthz check."""
         self._healthz[name] = check
@@ -408,6 +439,8 @@ class Manager:
             options.health_probe_bind_address, healthz=self._healthz, readyz=self._readyz
         )
         self.probe_port = await group.start(probes.run)
+        if self._webhook_server is not None:
+            await group.start(_run_webhooks, self._webhook_server)
 
     def _metrics_server(self) -> HTTPServer:
         """The /metrics server the options ask for.
@@ -549,6 +582,13 @@ def _exit_after(timeout: float) -> threading.Timer:
 
 async def _ok() -> str | None:
     return None
+
+
+async def _run_webhooks(
+    server: WebhookServer, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    _needs_leader.set(False)  # a standby answers webhooks, and may write from them
+    await server.run(task_status=task_status)
 
 
 async def _group(stack: AsyncExitStack) -> TaskGroup:

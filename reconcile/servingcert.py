@@ -3,7 +3,10 @@ or a self-signed certificate generated at start.
 
 As controller-runtime's metrics server: ``tls.crt`` and ``tls.key`` in a certificate directory
 (e.g. a mounted Secret from cert-manager), re-read when they change so a rotated certificate is
-served without a restart (controller-runtime's certwatcher); without a directory, a self-signed
+served without a restart (controller-runtime's certwatcher, which watches and polls): every TLS
+handshake compares the files with what is served and a changed pair is loaded before the
+handshake goes on, so the next connection after a rotation gets the new certificate; a poll
+(``run``) reloads them between connections too. Without a directory, a self-signed
 certificate for ``localhost`` and ``127.0.0.1`` — enough to encrypt the scrape, as
 kube-controller-manager does by default. Unlike controller-runtime, a directory given without the
 files is an error, not a silent fall-back to a self-signed certificate.
@@ -50,9 +53,10 @@ class _Files:
     cert: Path
     key: Path
 
-    def stamp(self) -> tuple[float, float]:
-        """Modification times: a rotation (a Secret volume swaps a symlink) changes them."""
-        return os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime
+    def stamp(self) -> tuple[bytes, bytes]:
+        """The files' contents: a rotation changes them, even within one tick of a coarse
+        file-system clock (mtimes may not); two small reads cost microseconds."""
+        return self.cert.read_bytes(), self.key.read_bytes()
 
 
 def _self_signed() -> tuple[bytes, bytes]:
@@ -107,8 +111,8 @@ def _load(context: ssl.SSLContext, files: _Files) -> bytes:
 class ServingCertificate:
     """A server-side TLS context and where its certificate comes from.
 
-    Build one with ``from_directory`` or ``self_signed``; ``run`` (optional) keeps a directory's
-    certificate current.
+    Build one with ``from_directory`` or ``self_signed``. Serve ``context``: with a directory, it
+    switches each new connection to the latest good pair on disk; ``run`` (optional) also polls.
     """
 
     def __init__(self, context: ssl.SSLContext, cert_pem: bytes, files: _Files | None) -> None:
@@ -116,6 +120,12 @@ class ServingCertificate:
         self.cert_pem = cert_pem
         """The certificate served now (PEM): what a client of a self-signed one must trust."""
         self._files = files
+        self._live = context  # the context new handshakes are switched to
+        self._stamp: tuple[bytes, bytes] | None = None
+        self._rejected: tuple[bytes, bytes] | None = None  # a bad pair, logged once
+        if files is not None:
+            self._stamp = files.stamp()
+            context.sni_callback = self._on_handshake
 
     @classmethod
     def from_directory(
@@ -148,31 +158,60 @@ class ServingCertificate:
             _load(context, files)
         return cls(context, cert_pem, None)
 
+    def _on_handshake(
+        self, connection: ssl.SSLObject | ssl.SSLSocket, _server_name: str | None, _: ssl.SSLContext
+    ) -> None:
+        # OpenSSL calls this once the ClientHello is in, with or without SNI (a client dialling
+        # an IP address sends none). Switching the connection's context swaps its certificate;
+        # the context it started with may be the same object, which OpenSSL would not re-read.
+        try:
+            self.refresh()
+            if connection.context is not self._live:
+                connection.context = self._live
+        except Exception as error:  # a failing callback would fail the handshake
+            log.warning("serving certificate check failed", error=str(error))
+
+    def refresh(self) -> bool:
+        """Load the files if they changed since last loaded; whether a new pair is now served.
+
+        A broken update (say, a half-written pair) is logged once and the previous certificate
+        stays in use until the files change again.
+        """
+        if self._files is None:
+            return False
+        files = self._files
+        try:
+            current = files.stamp()
+        except OSError as error:
+            log.warning("serving certificate not reloaded", error=str(error))
+            return False
+        if current in (self._stamp, self._rejected):
+            return False
+        try:
+            context = _server_context()
+            cert_pem = _load(context, files)
+        except CertificateError as error:
+            self._rejected = current
+            log.warning("serving certificate not reloaded", error=str(error))
+            return False
+        self._live, self.cert_pem, self._stamp = context, cert_pem, current
+        log.info("serving certificate reloaded", cert=str(files.cert))
+        return True
+
     async def run(
         self,
         *,
         interval: float = RELOAD_INTERVAL,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Reload the files into the same context when they change, until cancelled.
+        """Poll the files every ``interval`` seconds and reload them when changed, until cancelled.
 
-        New connections get the new certificate; open ones keep theirs. A broken update (say, a
-        half-written pair) is logged and the previous certificate stays in use.
+        Handshakes check the files themselves; the poll keeps ``cert_pem`` current and the
+        reload logged while no client connects.
         """
         task_status.started()
         if self._files is None:
             return
-        files = self._files
-        stamp = files.stamp()
         while True:
             await anyio.sleep(interval)
-            try:
-                current = files.stamp()
-                if current == stamp:
-                    continue
-                _load(_server_context(), files)  # a bad pair must not half-replace the live one
-                self.cert_pem = _load(self.context, files)
-                stamp = current
-                log.info("serving certificate reloaded", cert=str(files.cert))
-            except (OSError, CertificateError) as error:
-                log.warning("serving certificate not reloaded", error=str(error))
+            self.refresh()

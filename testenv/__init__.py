@@ -23,6 +23,7 @@ from testenv.etcd import Etcd
 from testenv.eventually import consistently, eventually
 from testenv.fake import BUILTIN_KINDS, FakeClient, FakeKind, ScalePaths
 from testenv.process import StartError
+from testenv.webhooks import WebhookInstaller, WebhookInstallOptions, WebhookServing
 
 __all__ = [
     "ADMIN_GROUPS",
@@ -42,6 +43,9 @@ __all__ = [
     "ScalePaths",
     "StartError",
     "User",
+    "WebhookInstallOptions",
+    "WebhookInstaller",
+    "WebhookServing",
     "consistently",
     "eventually",
     "find_binaries",

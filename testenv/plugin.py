@@ -7,6 +7,9 @@ Fixtures (async ones run on pytest-asyncio's session loop, so tests using them n
 - ``host``: its host ControlPlane.
 - ``namespace``: a namespace created on the host for this test only.
 - ``multicluster``: the same Environment with the member clusters (``--testenv-members``) added.
+- ``webhooks``: installs a test's webhook configurations and conversion CRDs for a local server
+  (``await webhooks.install(WebhookInstallOptions(...))`` gives host, port and cert dir) and
+  removes them after the test, so a webhook nobody serves any more refuses nothing else.
 
 A missing kube-apiserver or etcd fails the tests that need them; it never skips them.
 ``--testenv-keep`` leaves the control planes running after the session for debugging, prints their
@@ -27,8 +30,9 @@ from testenv.binaries import BinaryNotFound, find_binaries
 from testenv.controlplane import ControlPlane
 from testenv.environment import Environment
 from testenv.state import save_state
+from testenv.webhooks import WebhookInstaller
 
-__all__ = ["host", "multicluster", "namespace", "testenv"]
+__all__ = ["host", "multicluster", "namespace", "testenv", "webhooks"]
 
 DEFAULT_MEMBERS = "member1,member2"
 
@@ -125,3 +129,13 @@ async def namespace(request: pytest.FixtureRequest, host: ControlPlane) -> Async
         yield name
     finally:
         await host.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def webhooks(host: ControlPlane) -> AsyncIterator[WebhookInstaller]:
+    """Installs webhooks for this test (on the host unless told otherwise); removed after it."""
+    installer = WebhookInstaller(host)
+    try:
+        yield installer
+    finally:
+        await installer.uninstall()

@@ -18,6 +18,7 @@ from controllers.cluster.registry import (
     MemberRegistry,
     member_credentials,
     member_endpoint,
+    member_spec,
     secret_reference,
 )
 from controllers.cluster.status import (
@@ -48,6 +49,7 @@ __all__ = [
     "clusters_ready",
     "member_credentials",
     "member_endpoint",
+    "member_spec",
     "probe",
     "secret_reference",
     "setup_cluster_controller",

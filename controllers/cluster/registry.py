@@ -78,6 +78,7 @@ __all__ = [
     "MemberRegistry",
     "member_credentials",
     "member_endpoint",
+    "member_spec",
     "secret_reference",
 ]
 
@@ -191,6 +192,30 @@ def _check_url_parts(parts: Any, scheme: str, shown: str) -> None:
     if parts.query or parts.fragment:
         detail = "has a query or fragment: want https://host[:port][/path]"
         raise MemberConfigError(INVALID_ENDPOINT, f"spec.apiEndpoint {shown} {detail}")
+
+
+def member_spec(spec: Mapping[str, Any], options: MemberOptions) -> tuple[str, str]:
+    """The member URL and the name of its Secret, from a Cluster's spec, when ``options`` allow
+    them: the rules above that need no Secret (the admission webhook checks them too).
+
+    Raises:
+        MemberConfigError: INSECURE_ENDPOINT, INVALID_ENDPOINT or SECRET_REF_NOT_ALLOWED.
+    """
+    if spec.get("insecureSkipTLSVerification"):
+        raise MemberConfigError(
+            INSECURE_ENDPOINT,
+            "insecureSkipTLSVerification is refused; TLS verification is always on (put the "
+            "member's CA in the Secret's caBundle)",
+        )
+    endpoint = member_endpoint(
+        spec.get("apiEndpoint"), allow_insecure=options.allow_insecure_endpoints
+    )
+    namespace = options.cluster_namespace
+    secret_name = secret_reference(spec, "secretRef", namespace)
+    secret_reference(spec, "impersonatorSecretRef", namespace)  # checked, not used
+    if secret_name is None:
+        raise MemberConfigError(SECRET_REF_NOT_ALLOWED, "spec.secretRef is missing")
+    return endpoint, secret_name
 
 
 def secret_reference(spec: Mapping[str, Any], field: str, namespace: str) -> str | None:
@@ -342,21 +367,8 @@ class MemberRegistry:
             except OSError as error:
                 raise MemberConfigError(INVALID_KUBECONFIG, f"kubeconfig {path}: {error}") from None
             return path, hashlib.sha256(content).hexdigest()
-        spec = cluster_spec(cluster)
-        if spec.get("insecureSkipTLSVerification"):
-            raise MemberConfigError(
-                INSECURE_ENDPOINT,
-                "insecureSkipTLSVerification is refused; TLS verification is always on (put the "
-                "member's CA in the Secret's caBundle)",
-            )
-        endpoint = member_endpoint(
-            spec.get("apiEndpoint"), allow_insecure=self.options.allow_insecure_endpoints
-        )
+        endpoint, secret_name = member_spec(cluster_spec(cluster), self.options)
         namespace = self.options.cluster_namespace
-        secret_name = secret_reference(spec, "secretRef", namespace)
-        secret_reference(spec, "impersonatorSecretRef", namespace)  # checked, not used
-        if secret_name is None:
-            raise MemberConfigError(SECRET_REF_NOT_ALLOWED, "spec.secretRef is missing")
         where = f"Secret {namespace}/{secret_name}"
         token, ca = member_credentials(await self._secret(namespace, secret_name), where)
         kubeconfig = _kubeconfig(name, endpoint, token, ca)

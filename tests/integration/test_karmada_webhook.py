@@ -1,0 +1,138 @@
+"""Karmada's admission against a real kube-apiserver: deploy/webhook's configurations installed by
+testenv, served by the controller-manager's ``webhook`` controller and by ``reconcile webhook``.
+
+A PropagationPolicy with an invalid label selector is refused at create with the reason; a valid
+one comes back with its permanent id, the finalizer and ``schedulerName`` defaulted.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import anyio
+import pytest
+
+from controllers.api import PROPAGATION_POLICY_GVK
+from controllers.controllermanager import build
+from reconcile import ApiError, Client
+from reconcile.webhook import WebhookServer
+from testenv import ControlPlane, WebhookInstaller, WebhookInstallOptions, WebhookServing
+from testenv.ports import free_port
+from tests.builders import deployment_selector, manager_of, propagation_policy, running
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+CONFIGURATIONS = Path(__file__).parents[2] / "deploy" / "webhook" / "webhook-configuration.yaml"
+PERMANENT_ID = "propagationpolicy.karmada.io/permanent-id"
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+READY_WITHIN = 60.0
+
+
+async def _install(webhooks: WebhookInstaller) -> WebhookServing:
+    return await webhooks.install(WebhookInstallOptions(paths=[CONFIGURATIONS]))
+
+
+async def _refused_and_defaulted(client: Client, namespace: str) -> None:
+    invalid = propagation_policy(
+        "invalid", namespace, [{"apiVersion": "apps/v1", "kind": "Deployment"}], {}
+    )
+    invalid["spec"]["resourceSelectors"][0]["labelSelector"] = {
+        "matchExpressions": [{"key": "app", "operator": "In"}]
+    }
+    with pytest.raises(ApiError) as refused:
+        await client.create(invalid)
+    message = str(refused.value)
+    assert "denied the request" in message
+    assert (
+        "spec.resourceSelectors[0].labelSelector.matchExpressions[0].values: Required value: "
+        "must be specified when `operator` is 'In' or 'NotIn'"
+    ) in message
+
+    valid = propagation_policy("valid", namespace, deployment_selector("web"), {})
+    valid["metadata"]["labels"] = {PERMANENT_ID: "copied-from-another-policy"}
+    created = await client.create(valid)
+    assert UUID.fullmatch(created["metadata"]["labels"][PERMANENT_ID])
+    assert created["metadata"]["finalizers"] == ["karmada.io/propagation-policy-controller"]
+    assert created["spec"]["schedulerName"] == "default-scheduler"
+    assert created["spec"]["resourceSelectors"][0]["namespace"] == namespace
+    # The id is the policy's for good: an update may not change it.
+    forged = {**created, "metadata": {**created["metadata"], "labels": {PERMANENT_ID: "forged"}}}
+    with pytest.raises(ApiError, match="is immutable"):
+        await client.update(forged)
+    # Finalizer off, so the namespace's deletion does not wait for a detector.
+    created = await client.get(PROPAGATION_POLICY_GVK, "valid", namespace=namespace)
+    created["metadata"]["finalizers"] = []
+    await client.update(created)
+
+
+async def test_the_controller_managers_webhook_controller_admits_policies(
+    host: ControlPlane,
+    webhooks: WebhookInstaller,
+    karmada_client: Client,
+    namespace: str,
+) -> None:
+    serving = await _install(webhooks)
+    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
+    manager = await manager_of(host, webhook_server=server)
+    build(manager, controllers=["webhook"])
+    async with running(manager):
+        await _refused_and_defaulted(karmada_client, namespace)
+
+
+async def _ready(url: str) -> None:
+    async with aiohttp.ClientSession() as session:
+        with anyio.fail_after(READY_WITHIN):
+            while True:
+                try:
+                    async with session.get(url) as answer:
+                        if answer.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await anyio.sleep(0.2)
+
+
+@asynccontextmanager
+async def _webhook_process(host: ControlPlane, serving: WebhookServing) -> AsyncIterator[None]:
+    probes = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "controllers.cli",
+        "webhook",
+        f"--kubeconfig={host.kubeconfig}",
+        f"--bind-address={serving.host}",
+        f"--secure-port={serving.port}",
+        f"--cert-dir={serving.cert_dir}",
+        "--metrics-bind-address=0",
+        f"--health-probe-bind-address=127.0.0.1:{probes}",
+    ]
+    log = serving.cert_dir / "webhook.log"
+    with log.open("wb") as output:
+        process = await anyio.open_process(command, stdout=output, stderr=output)
+        try:
+            await _ready(f"http://127.0.0.1:{probes}/readyz")
+            yield
+        except BaseException:
+            print(log.read_text()[-4000:])
+            raise
+        finally:
+            process.terminate()
+            with anyio.fail_after(30):
+                await process.wait()
+
+
+async def test_reconcile_webhook_admits_policies(
+    host: ControlPlane,
+    webhooks: WebhookInstaller,
+    karmada_client: Client,
+    namespace: str,
+) -> None:
+    serving = await _install(webhooks)
+    async with _webhook_process(host, serving):
+        await _refused_and_defaulted(karmada_client, namespace)

@@ -27,15 +27,17 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 
 import anyio
 
-from testenv.certs import CertificateAuthority
 from testenv.controlplane import ControlPlane, RequestError
 from testenv.crds import crd_is_served, load_manifests
 from testenv.ports import free_port
+
+if TYPE_CHECKING:
+    from testenv.certs import CertificateAuthority
 
 __all__ = ["WebhookInstallOptions", "WebhookInstaller", "WebhookServing"]
 
@@ -151,6 +153,10 @@ class WebhookInstallOptions:
         port = self.local_serving_port or free_port()
         directory = self.local_serving_cert_dir or Path(tempfile.mkdtemp(prefix="testenv-webhook-"))
         directory.mkdir(parents=True, exist_ok=True)
+        # Imported here: cryptography is only needed once a test installs webhooks, and
+        # ``import testenv`` (which the reconcile CLI does) must not pay for it.
+        from testenv.certs import CertificateAuthority
+
         ca = CertificateAuthority("testenv-webhook-ca")
         ca.issue_serving([host]).write(directory, "tls")
         return WebhookServing(host, port, directory, ca.cert_pem, ca)

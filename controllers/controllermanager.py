@@ -3,7 +3,8 @@
 ``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
-status. ``run_controller_manager`` is what ``reconcile controller-manager`` runs.
+status, cluster-taint-policy, taint-manager, graceful-eviction. ``run_controller_manager`` is
+what ``reconcile controller-manager`` runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from controllers.cluster import (
+    ClusterHealthOptions,
     ClusterStatusOptions,
     MemberOptions,
     MemberRegistry,
@@ -21,6 +23,7 @@ from controllers.cluster import (
     setup_cluster_status_controller,
 )
 from controllers.context import Context
+from controllers.eviction.options import FailoverOptions
 from reconcile import Manager, ManagerOptions
 
 __all__ = ["CONTROLLERS", "build", "run_controller_manager"]
@@ -29,7 +32,7 @@ Setup = Callable[[Context], None]
 
 
 def _cluster(context: Context) -> None:
-    setup_cluster_controller(context.manager, context.members)
+    setup_cluster_controller(context.manager, context.members, context.cluster_health)
 
 
 def _cluster_status(context: Context) -> None:
@@ -55,6 +58,9 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "binding": _lazy("controllers.binding.controller:setup"),
     "execution": _lazy("controllers.execution:setup"),
     "status": _lazy("controllers.status:setup"),
+    "cluster-taint-policy": _lazy("controllers.taint:setup"),
+    "taint-manager": _lazy("controllers.eviction.taintmanager:setup"),
+    "graceful-eviction": _lazy("controllers.eviction.graceful:setup"),
 }
 
 
@@ -84,13 +90,16 @@ def build(
     scratch: Path | None = None,
     cluster_status: ClusterStatusOptions | None = None,
     members: MemberOptions | None = None,
+    cluster_health: ClusterHealthOptions | None = None,
+    failover: FailoverOptions | None = None,
 ) -> Context:
     """Set up the selected controllers on ``manager`` and return their shared Context.
 
     ``cluster_status`` sets how often members are probed and how long a change of their health
     takes to show in their Ready condition (default: Karmada's 10 s, 30 s, 30 s). ``members``
     sets which member connections Clusters may ask for (default: https only, Secrets from
-    ``karmada-cluster`` only).
+    ``karmada-cluster`` only). ``cluster_health`` sets the health monitor's periods and
+    ``failover`` the taint and graceful eviction (default: Karmada's, taint eviction off).
 
     Raises:
         ValueError: an unknown controller name.
@@ -99,6 +108,8 @@ def build(
         manager, kubeconfigs=member_kubeconfigs, scratch=scratch, options=members
     )
     context = Context(manager, registry, cluster_status=cluster_status or ClusterStatusOptions())
+    context.cluster_health = cluster_health or ClusterHealthOptions()
+    context.failover = failover or FailoverOptions()
     for name in _selected(controllers):
         CONTROLLERS[name](context)
     return context
@@ -113,6 +124,8 @@ async def run_controller_manager(
     member_kubeconfigs: Mapping[str, Path] | None = None,
     cluster_status: ClusterStatusOptions | None = None,
     members: MemberOptions | None = None,
+    cluster_health: ClusterHealthOptions | None = None,
+    failover: FailoverOptions | None = None,
 ) -> None:
     """Run the controllers against the host until SIGTERM/SIGINT.
 
@@ -127,5 +140,7 @@ async def run_controller_manager(
         member_kubeconfigs=member_kubeconfigs,
         cluster_status=cluster_status,
         members=members,
+        cluster_health=cluster_health,
+        failover=failover,
     )
     await manager.run_until_signalled()

@@ -21,6 +21,7 @@ from controllers.api.policy import (
     OVERRIDE_POLICIES,
     PROPAGATION_POLICIES,
 )
+from controllers.api.taintpolicy import CLUSTER_TAINT_POLICIES
 from controllers.api.work import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
 from reconcile import Resource
 
@@ -39,6 +40,7 @@ KARMADA_RESOURCES: Final[tuple[Resource, ...]] = (
     CLUSTERS,
     RESOURCE_INTERPRETER_CUSTOMIZATIONS,
     RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
+    CLUSTER_TAINT_POLICIES,
 )
 
 

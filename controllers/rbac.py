@@ -185,6 +185,9 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "binding": "controllers.binding.controller:PERMISSIONS",
     "execution": "controllers.execution.controller:PERMISSIONS",
     "status": "controllers.status.binding:PERMISSIONS",
+    "cluster-taint-policy": "controllers.taint.controller:PERMISSIONS",
+    "taint-manager": "controllers.eviction.taintmanager:PERMISSIONS",
+    "graceful-eviction": "controllers.eviction.graceful:PERMISSIONS",
 }
 # Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
 

@@ -253,3 +253,19 @@ def test_timeouts_and_suppression(task: dict[str, Any], kept: bool) -> None:
 def test_a_task_without_creation_time_gets_one() -> None:
     result = assess_tasks(spec({"fromCluster": "m2"}), healthy("m1"), 600, now=NOW)
     assert result.kept == [{"fromCluster": "m2", "creationTimestamp": "2025-01-01T12:00:00Z"}]
+
+
+@pytest.mark.parametrize(
+    ("purge_mode", "kept"),
+    [("Gracefully", True), ("Never", True), (None, True), ("Directly", False)],
+    ids=["gracefully", "never", "unset", "directly"],
+)
+def test_the_old_work_stays_during_an_eviction_unless_purged_directly(
+    purge_mode: str | None, kept: bool
+) -> None:
+    from controllers.binding.controller import _kept_clusters
+
+    task: dict[str, Any] = {"fromCluster": "m2"}
+    if purge_mode:
+        task["purgeMode"] = purge_mode
+    assert ("m2" in _kept_clusters({"spec": spec(task)})) is kept

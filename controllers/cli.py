@@ -11,8 +11,11 @@ from typing import Any
 
 import anyio
 
+from controllers.cluster.health import ClusterHealthOptions
 from controllers.cluster.registry import MemberOptions
 from controllers.cluster.status import ClusterStatusOptions
+from controllers.eviction.options import FailoverOptions
+from controllers.eviction.task import PURGE_MODES
 from controllers.interpreter.cli import add_interpret_parser
 from controllers.interpreter.types import InterpreterError
 from reconcile import (
@@ -90,6 +93,7 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
         help="directory of ResourceInterpreterCustomization files (e.g. Karmada's third-party "
         "ones), asked before the bundled customizations; a file that does not load is logged",
     )
+    _add_failover_flags(parser)
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=_controller_manager)
@@ -180,6 +184,68 @@ def _add_member_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_failover_flags(parser: argparse.ArgumentParser) -> None:
+    # Karmada's karmada-controller-manager flags, names and defaults.
+    health = ClusterHealthOptions()
+    parser.add_argument(
+        "--cluster-monitor-period",
+        type=_duration,
+        default=health.monitor_period,
+        help="how often the cluster controller checks that members are reported on (default 5s)",
+    )
+    parser.add_argument(
+        "--cluster-monitor-grace-period",
+        type=_duration,
+        default=health.grace_period,
+        help="how long a member's status and Lease may stand still before Ready is Unknown "
+        "(default 40s)",
+    )
+    parser.add_argument(
+        "--cluster-startup-grace-period",
+        type=_duration,
+        default=health.startup_grace_period,
+        help="the same for a Cluster that never had a Ready condition, from its creation "
+        "(default 1m)",
+    )
+    failover = FailoverOptions()
+    parser.add_argument(
+        "--enable-no-execute-taint-eviction",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=failover.enable_no_execute_taint_eviction,
+        metavar="BOOL",
+        help="evict bindings from members with NoExecute taints they do not tolerate "
+        "(default false)",
+    )
+    parser.add_argument(
+        "--no-execute-taint-eviction-purge-mode",
+        choices=PURGE_MODES,
+        default=failover.no_execute_taint_eviction_purge_mode,
+        help="how such an eviction removes the old copy (default Gracefully)",
+    )
+    parser.add_argument(
+        "--graceful-eviction-timeout",
+        type=_duration,
+        default=failover.graceful_eviction_timeout,
+        help="how long an eviction task waits for the new placement to be healthy (default 10m)",
+    )
+
+
+def _failover(args: argparse.Namespace) -> tuple[ClusterHealthOptions, FailoverOptions]:
+    health = ClusterHealthOptions(
+        monitor_period=args.cluster_monitor_period,
+        grace_period=args.cluster_monitor_grace_period,
+        startup_grace_period=args.cluster_startup_grace_period,
+    )
+    failover = FailoverOptions(
+        enable_no_execute_taint_eviction=args.enable_no_execute_taint_eviction,
+        no_execute_taint_eviction_purge_mode=args.no_execute_taint_eviction_purge_mode,
+        graceful_eviction_timeout=args.graceful_eviction_timeout,
+    )
+    return health, failover
+
+
 def _members(args: argparse.Namespace) -> MemberOptions:
     return MemberOptions(
         cluster_namespace=args.cluster_namespace,
@@ -212,6 +278,7 @@ def _controller_manager(args: argparse.Namespace) -> int:
         leader_election_release_on_cancel=True,
     )
     try:
+        cluster_health, failover = _failover(args)
         anyio.run(
             lambda: run_controller_manager(
                 args.kubeconfig,
@@ -222,6 +289,8 @@ def _controller_manager(args: argparse.Namespace) -> int:
                 cluster_status=_cluster_status(args),
                 members=_members(args),
                 interpreter_customizations=args.interpreter_customizations,
+                cluster_health=cluster_health,
+                failover=failover,
             )
         )
     except (ConfigError, ValueError, argparse.ArgumentTypeError, InterpreterError) as error:

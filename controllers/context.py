@@ -7,15 +7,18 @@ host (``manager.client`` reads from the cache, ``manager.api_reader`` reads live
 ``client``, ``cache`` and ``api_reader``, or None while the member is not connected), and
 ``context.interpreter`` for every question about a kind (replicas, revise, retain, status, health,
 dependencies). ``context.cluster_status`` holds the probe frequency and the Ready thresholds of the
-cluster-status controller.
+cluster-status controller, ``context.cluster_health`` the cluster controller's health monitor
+periods, ``context.failover`` the taint-eviction and graceful-eviction settings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controllers.cluster.health import ClusterHealthOptions
 from controllers.cluster.registry import MemberRegistry
 from controllers.cluster.status import ClusterStatusOptions
+from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.facade import Interpreter
 from reconcile import EventRecorder, Manager
 
@@ -30,6 +33,8 @@ class Context:
     members: MemberRegistry
     interpreter: Interpreter = field(default_factory=Interpreter)
     cluster_status: ClusterStatusOptions = field(default_factory=ClusterStatusOptions)
+    cluster_health: ClusterHealthOptions = field(default_factory=ClusterHealthOptions)
+    failover: FailoverOptions = field(default_factory=FailoverOptions)
 
     def recorder(self, controller: str) -> EventRecorder:
         """An EventRecorder for ``controller`` (events on templates, bindings, Works, Clusters)."""

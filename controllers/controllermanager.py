@@ -3,8 +3,9 @@
 ``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
-status, workload-rebalancer, namespace, dependencies-distributor; ``webhook`` (Karmada's
-admission webhook) only when named. ``run_controller_manager`` is
+status, workload-rebalancer, namespace, dependencies-distributor, cluster-taint-policy,
+taint-manager, graceful-eviction; ``webhook`` (Karmada's admission webhook) only when named.
+``run_controller_manager`` is
 what ``reconcile controller-manager`` runs.
 """
 
@@ -18,6 +19,7 @@ from typing import Final
 import structlog
 
 from controllers.cluster import (
+    ClusterHealthOptions,
     ClusterStatusOptions,
     MemberOptions,
     MemberRegistry,
@@ -25,6 +27,7 @@ from controllers.cluster import (
     setup_cluster_status_controller,
 )
 from controllers.context import Context
+from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.customization import bundled_customizations
 from controllers.interpreter.directory import load_customization_directory, thirdparty_backend
 from controllers.interpreter.facade import Interpreter
@@ -38,7 +41,7 @@ Setup = Callable[[Context], None]
 
 
 def _cluster(context: Context) -> None:
-    setup_cluster_controller(context.manager, context.members)
+    setup_cluster_controller(context.manager, context.members, context.cluster_health)
 
 
 def _cluster_status(context: Context) -> None:
@@ -68,6 +71,9 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "namespace": _lazy("controllers.namespacesync:setup"),
     "dependencies-distributor": _lazy("controllers.dependencies:setup"),
     "webhook": _lazy("controllers.webhook:setup"),
+    "cluster-taint-policy": _lazy("controllers.taint:setup"),
+    "taint-manager": _lazy("controllers.eviction.taintmanager:setup"),
+    "graceful-eviction": _lazy("controllers.eviction.graceful:setup"),
 }
 
 DISABLED_BY_DEFAULT: Final = frozenset({"webhook"})
@@ -102,13 +108,16 @@ def build(
     cluster_status: ClusterStatusOptions | None = None,
     members: MemberOptions | None = None,
     interpreter: Interpreter | None = None,
+    cluster_health: ClusterHealthOptions | None = None,
+    failover: FailoverOptions | None = None,
 ) -> Context:
     """Set up the selected controllers on ``manager`` and return their shared Context.
 
     ``cluster_status`` sets how often members are probed and how long a change of their health
     takes to show in their Ready condition (default: Karmada's 10 s, 30 s, 30 s). ``members``
     sets which member connections Clusters may ask for (default: https only, Secrets from
-    ``karmada-cluster`` only).
+    ``karmada-cluster`` only). ``cluster_health`` sets the health monitor's periods and
+    ``failover`` the taint and graceful eviction (default: Karmada's, taint eviction off).
 
     Raises:
         ValueError: an unknown controller name.
@@ -119,6 +128,8 @@ def build(
     context = Context(manager, registry, cluster_status=cluster_status or ClusterStatusOptions())
     if interpreter is not None:
         context.interpreter = interpreter
+    context.cluster_health = cluster_health or ClusterHealthOptions()
+    context.failover = failover or FailoverOptions()
     for name in _selected(controllers):
         CONTROLLERS[name](context)
     return context
@@ -134,6 +145,8 @@ async def run_controller_manager(
     cluster_status: ClusterStatusOptions | None = None,
     members: MemberOptions | None = None,
     interpreter_customizations: Path | None = None,
+    cluster_health: ClusterHealthOptions | None = None,
+    failover: FailoverOptions | None = None,
 ) -> None:
     """Run the controllers against the host until SIGTERM/SIGINT.
 
@@ -153,6 +166,8 @@ async def run_controller_manager(
         cluster_status=cluster_status,
         members=members,
         interpreter=await _interpreter(interpreter_customizations),
+        cluster_health=cluster_health,
+        failover=failover,
     )
     await manager.run_until_signalled()
 

@@ -189,6 +189,9 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "namespace": "controllers.namespacesync:PERMISSIONS",
     "dependencies-distributor": "controllers.dependencies.distributor:PERMISSIONS",
     "webhook": "controllers.webhook:PERMISSIONS",
+    "cluster-taint-policy": "controllers.taint.controller:PERMISSIONS",
+    "taint-manager": "controllers.eviction.taintmanager:PERMISSIONS",
+    "graceful-eviction": "controllers.eviction.graceful:PERMISSIONS",
 }
 # Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
 

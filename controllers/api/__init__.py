@@ -177,6 +177,14 @@ from controllers.api.policy import (
     replica_scheduling_type_of,
 )
 from controllers.api.shape import nested_deeper_than, object_field, shape_problems
+from controllers.api.taintpolicy import (
+    CLUSTER_TAINT_POLICIES,
+    CLUSTER_TAINT_POLICY_GVK,
+    ClusterTaintPolicySpec,
+    MatchCondition,
+    PolicyTaint,
+    cluster_taint_policy_spec,
+)
 from controllers.api.work import (
     APPLIED_FAILED_REASON,
     APPLIED_SUCCESSFUL_REASON,
@@ -258,6 +266,8 @@ __all__ = [
     "CLUSTER_RESOURCE_BINDING_GVK",
     "CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION",
     "CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL",
+    "CLUSTER_TAINT_POLICIES",
+    "CLUSTER_TAINT_POLICY_GVK",
     "CONFIG_GROUP",
     "CONFLICT_RESOLUTION_ABORT",
     "CONFLICT_RESOLUTION_ANNOTATION",
@@ -268,6 +278,7 @@ __all__ = [
     "ClusterPreferences",
     "ClusterSpec",
     "ClusterStatus",
+    "ClusterTaintPolicySpec",
     "CommandArgsOverrider",
     "ConflictResolution",
     "CustomizationRules",
@@ -305,6 +316,7 @@ __all__ = [
     "MANAGED_LABELS_ANNOTATION",
     "MANAGED_LABEL_VALUE",
     "ManifestStatus",
+    "MatchCondition",
     "NAMESPACE_SKIP_AUTO_PROPAGATION_LABEL",
     "NO_CLUSTER_FIT_REASON",
     "NodeClaim",
@@ -327,6 +339,7 @@ __all__ = [
     "PatchOperation",
     "Placement",
     "PlaintextOverrider",
+    "PolicyTaint",
     "PreemptionBehavior",
     "PropagationSpec",
     "READY_CONDITION",
@@ -400,6 +413,7 @@ __all__ = [
     "cluster_of_execution_namespace",
     "cluster_spec",
     "cluster_status",
+    "cluster_taint_policy_spec",
     "conflict_resolution_of",
     "crd_paths",
     "customization_spec",

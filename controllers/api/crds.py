@@ -22,6 +22,7 @@ from controllers.api.policy import (
     OVERRIDE_POLICIES,
     PROPAGATION_POLICIES,
 )
+from controllers.api.taintpolicy import CLUSTER_TAINT_POLICIES
 from controllers.api.work import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
 from reconcile import Resource
 
@@ -41,6 +42,7 @@ KARMADA_RESOURCES: Final[tuple[Resource, ...]] = (
     RESOURCE_INTERPRETER_CUSTOMIZATIONS,
     RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
     WORKLOAD_REBALANCERS,
+    CLUSTER_TAINT_POLICIES,
 )
 
 

@@ -169,10 +169,15 @@ def _finalizer(binding: Mapping[str, Any]) -> str:
 
 
 def _kept_clusters(binding: Mapping[str, Any]) -> set[str]:
-    """Clusters whose Works stay: targets and clusters still being gracefully evicted."""
+    """Clusters whose Works stay: targets and clusters still being gracefully evicted (an
+    eviction with purge mode Directly deletes the old Work at once, as in Karmada)."""
     spec = binding_spec(binding)
     kept = {t.get("name", "") for t in work_target_clusters(binding)}
-    kept |= {str(t.get("fromCluster", "")) for t in spec.get("gracefulEvictionTasks") or []}
+    kept |= {
+        str(t.get("fromCluster", ""))
+        for t in spec.get("gracefulEvictionTasks") or []
+        if t.get("purgeMode") != "Directly"
+    }
     return kept - {""}
 
 

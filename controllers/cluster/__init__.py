@@ -5,6 +5,7 @@ from controllers.cluster.controller import (
     ClusterController,
     setup_cluster_controller,
 )
+from controllers.cluster.health import ClusterHealthOptions
 from controllers.cluster.registry import (
     INSECURE_ENDPOINT,
     INVALID_ENDPOINT,
@@ -40,6 +41,7 @@ __all__ = [
     "SECRET_NOT_READABLE",
     "SECRET_REF_NOT_ALLOWED",
     "ClusterController",
+    "ClusterHealthOptions",
     "ClusterStatusController",
     "ClusterStatusOptions",
     "Health",

@@ -18,6 +18,11 @@ members' clients and caches before it leads, so a takeover applies Works at once
 first connecting to every member (#15 item 5, standbys keep warm caches). It disconnects a member
 only once its Cluster is gone; while one is being deleted, the leader's cluster controller
 disconnects it after its Works, and with them its member objects, are gone.
+
+Health: the controller keeps the NoSchedule taints ``cluster.karmada.io/not-ready`` (Ready False,
+or no Ready yet) and ``cluster.karmada.io/unreachable`` (Ready Unknown) on ``spec.taints`` and
+removes them once Ready is True (``taints``), touching no other taint; its health monitor
+(``health``) turns Ready Unknown when the cluster-status controller stops reporting on a member.
 """
 
 from __future__ import annotations
@@ -29,11 +34,15 @@ from controllers.api import (
     CLUSTER_CONTROLLER_FINALIZER,
     CLUSTER_GVK,
     KARMADA_CLUSTER_NAMESPACE,
+    READY_CONDITION,
     WORK_GVK,
+    cluster_spec,
     execution_namespace,
 )
+from controllers.cluster.health import ClusterHealthOptions, HealthMonitor
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
+from controllers.cluster.taints import condition_taints, update_taints
 from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
@@ -45,6 +54,8 @@ from reconcile import (
     Result,
     add_finalizer,
     controller_managed_by,
+    deep_copy,
+    get_condition,
     is_being_deleted,
     remove_finalizer,
 )
@@ -74,7 +85,25 @@ MEMBER_SECRETS: Final = Rule(
 PERMISSIONS: Final = Permissions(
     rules=(
         Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
-        Rule(("cluster.karmada.io",), ("clusters",), ("update",), "its finalizer"),
+        Rule(
+            ("cluster.karmada.io",),
+            ("clusters",),
+            ("update",),
+            "its finalizer, the not-ready and unreachable taints",
+        ),
+        Rule(
+            ("cluster.karmada.io",),
+            ("clusters/status",),
+            ("update",),
+            "health monitor: Ready Unknown when the status goes stale",
+        ),
+        Rule(
+            ("coordination.k8s.io",),
+            ("leases",),
+            ("get",),
+            "health monitor: each member's heartbeat Lease (a live read); cluster namespace only",
+            namespace=KARMADA_CLUSTER_NAMESPACE,
+        ),
         Rule(("",), ("namespaces",), ("create", "delete"), "execution namespaces karmada-es-*"),
         Rule(
             ("work.karmada.io",),
@@ -108,6 +137,7 @@ class ClusterController:
         if add_finalizer(cluster, CLUSTER_CONTROLLER_FINALIZER):
             cluster = await self.client.update(cluster)
         await self._ensure_namespace(execution_namespace(request.name))
+        cluster = await self._taint_by_condition(cluster)
         try:
             await self.registry.ensure(cluster)
         except MemberConfigError as error:
@@ -115,6 +145,18 @@ class ClusterController:
             # of its Secret brings it back (see ClusterSecrets).
             self.recorder.event(cluster, "Warning", MEMBER_CONFIG_INVALID, str(error))
         return None
+
+    async def _taint_by_condition(self, cluster: dict[str, Any]) -> dict[str, Any]:
+        """Karmada's taintClusterByCondition: the NoSchedule taints that follow Ready."""
+        ready = (get_condition(cluster, READY_CONDITION) or {}).get("status")
+        add, remove = condition_taints(ready)
+        taints = cluster_spec(cluster).get("taints") or []
+        wanted = update_taints(taints, add=add, remove=remove)
+        if wanted == taints:
+            return cluster
+        updated = deep_copy(cluster)
+        updated.setdefault("spec", {})["taints"] = wanted
+        return await self.client.update(updated)
 
     async def _ensure_namespace(self, name: str) -> None:
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
@@ -162,10 +204,17 @@ class MemberConnections:
         return None
 
 
-def setup_cluster_controller(manager: Manager, registry: MemberRegistry) -> ClusterController:
-    """Register the cluster controller (leader only) and the member-connections controller
-    (every replica) with ``manager``."""
+def setup_cluster_controller(
+    manager: Manager, registry: MemberRegistry, health: ClusterHealthOptions | None = None
+) -> ClusterController:
+    """Register the cluster controller and its health monitor (leader only) and the
+    member-connections controller (every replica) with ``manager`` (default ``health``:
+    Karmada's periods)."""
     reconciler = ClusterController(manager, registry)
+    monitor = HealthMonitor(
+        manager, health or ClusterHealthOptions(), registry.options.cluster_namespace
+    )
+    manager.add(monitor.run, leader_only=True)
     namespace = registry.options.cluster_namespace
     builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster")
     builder.watches(ClusterSecrets(manager.cache, namespace)).complete(reconciler)

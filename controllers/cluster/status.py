@@ -13,7 +13,9 @@ every ``update_frequency`` and whenever a Secret it references changes. The thre
 ``--cluster-success-threshold`` and ``--cluster-failure-threshold``). While ready, the status also
 carries the member's kubernetesVersion, apiEnablements (its discovery), nodeSummary and
 resourceSummary (allocatable from nodes, allocated from the requests of pods that are not
-finished). The status is written only when it changed.
+finished). The status is written only when it changed; every probe also renews the member's
+Lease in the cluster namespace (``lease``), the heartbeat the cluster controller's health monitor
+reads.
 """
 
 from __future__ import annotations
@@ -30,13 +32,17 @@ from controllers.api import (
     CLUSTER_NOT_REACHABLE_REASON,
     CLUSTER_NOT_READY_REASON,
     CLUSTER_READY_REASON,
+    KARMADA_CLUSTER_NAMESPACE,
     READY_CONDITION,
+    cluster_spec,
     cluster_status,
     is_cluster_ready,
 )
 from controllers.cluster.controller import MEMBER_SECRETS
+from controllers.cluster.lease import renew_cluster_lease
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
+from controllers.cluster.taints import NOT_READY_TAINT, UNREACHABLE_TAINT, has_taint
 from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
@@ -72,6 +78,13 @@ PERMISSIONS: Final = Permissions(
         Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
         Rule(("cluster.karmada.io",), ("clusters/status",), ("update",), "Ready and member facts"),
         MEMBER_SECRETS,
+        Rule(
+            ("coordination.k8s.io",),
+            ("leases",),
+            ("get", "create", "update"),
+            "each member's heartbeat Lease, renewed at every probe; cluster namespace only",
+            namespace=KARMADA_CLUSTER_NAMESPACE,
+        ),
     )
 )
 """What the cluster-status controller does on the host; members are probed with their own
@@ -139,6 +152,7 @@ class ClusterStatusController:
         options: ClusterStatusOptions | None = None,
     ) -> None:
         self.client = manager.client
+        self.api_reader = manager.api_reader
         self.registry = registry
         self.options = options or ClusterStatusOptions()
         self._observed: dict[str, _Observation] = {}
@@ -167,6 +181,8 @@ class ClusterStatusController:
         self._set_ready(updated, verdict)
         if updated["status"] != cluster.get("status"):
             await self.client.update_status(updated)
+        namespace = self.registry.options.cluster_namespace
+        await renew_cluster_lease(self.api_reader, request.name, namespace)
         return Result(requeue_after=self.options.update_frequency)
 
     def _observe(self, name: str, health: Health) -> _Observation:
@@ -287,13 +303,17 @@ def setup_cluster_status_controller(
 
 
 async def clusters_ready(host: Client, names: Iterable[str]) -> bool:
-    """Whether each named Cluster is Ready and lists the APIs it serves: only then does the
-    scheduler consider it, and a Divided binding is not spread again once scheduled."""
+    """Whether each named Cluster is Ready, lists the APIs it serves and has lost its not-ready
+    and unreachable taints: only then does the scheduler consider it, and a Divided binding is
+    not spread again once scheduled."""
     for name in names:
         try:
             cluster = await host.get(CLUSTER_GVK, name)
         except NotFound:
             return False
         if not is_cluster_ready(cluster) or not cluster_status(cluster).get("apiEnablements"):
+            return False
+        taints = cluster_spec(cluster).get("taints") or []
+        if has_taint(taints, NOT_READY_TAINT) or has_taint(taints, UNREACHABLE_TAINT):
             return False
     return True

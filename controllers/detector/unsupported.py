@@ -27,18 +27,10 @@ def _set(field: str) -> Check:
     return lambda spec: spec.get(field) not in (None, False, {}, [])
 
 
-def _toleration_seconds(spec: Mapping[str, Any]) -> bool:
-    tolerations = (spec.get("placement") or {}).get("clusterTolerations") or []
-    return any(isinstance(t, Mapping) and "tolerationSeconds" in t for t in tolerations)
-
-
-# Remove an entry when a controller starts acting on its field. propagateDeps, failover and
-# tolerationSeconds are #11's items 6, 4 and 3, built on other branches: their entries go when
-# those land.
+# Remove an entry when a controller starts acting on its field.
 _UNSUPPORTED: Final[Mapping[str, Check]] = {
     "spec.association": _set("association"),
     "spec.failover": _set("failover"),
-    "spec.placement.clusterTolerations[].tolerationSeconds": _toleration_seconds,
     "spec.schedulePriority": _set("schedulePriority"),
 }
 

@@ -87,12 +87,14 @@ async def running(
     health: ClusterStatusOptions | None = None,
     config: ClusterConfig | None = None,
     options: ManagerOptions | None = None,
+    **build_options: Any,
 ) -> AsyncIterator[Stack]:
     """The whole controller-manager on the host, and clients of every cluster; yields once every
     member is Ready with its API enablements known (else a fresh session's first template could
     be scheduled before a member is known to serve it) and has ``namespace`` (made by the
-    namespace controller). The controller-manager reaches the host
-    with ``config`` (default: as admin) and runs with ``options`` (default: no metrics)."""
+    namespace controller). The controller-manager reaches the host with ``config`` (default: as
+    admin) and runs with ``options`` (default: no metrics); ``build_options`` go to
+    ``controllers.controllermanager.build`` (e.g. ``failover``)."""
     host = await client_of(env.host)
     members = {name: await client_of(env.members[name]) for name in MEMBERS}
     if config is None:
@@ -100,7 +102,9 @@ async def running(
             env.host.kubeconfig, temp_dir=env.host.directory / "client"
         )
     manager = Manager(config, options=options or ManagerOptions(metrics_bind_address="0"))
-    context = build(manager, scratch=env.host.directory / "client", cluster_status=health)
+    context = build(
+        manager, scratch=env.host.directory / "client", cluster_status=health, **build_options
+    )
     try:
         async with anyio.create_task_group() as group:
             await group.start(manager.start)

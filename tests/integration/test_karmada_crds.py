@@ -69,6 +69,7 @@ KINDS: dict[str, Served] = {
     "ResourceInterpreterWebhookConfiguration": Served(
         CONFIG, "v1alpha1", "resourceinterpreterwebhookconfigurations", False, (), False
     ),
+    "ClusterTaintPolicy": Served(POLICY, "v1alpha1", "clustertaintpolicies", False, (), False),
 }
 
 # Fields the apiserver may add to a manifest: Karmada's declared defaults ("*" is any list index).
@@ -496,7 +497,7 @@ async def test_kubectl_applies_the_crds_and_karmadas_nginx_sample_unchanged(
     karmada: ControlPlane, namespace: str
 ) -> None:
     crds = await karmada.kubectl("apply", "--dry-run=server", "-f", str(crd_paths()[0].parent))
-    assert crds.stdout.decode().count("customresourcedefinition.apiextensions.k8s.io/") == 10
+    assert crds.stdout.decode().count("customresourcedefinition.apiextensions.k8s.io/") == 12
     sample = DATA / "samples" / "nginx"
     applied = await karmada.kubectl("apply", "-n", namespace, "-f", str(sample))
     assert sorted(applied.stdout.decode().split("\n")[:-1]) == [

@@ -89,8 +89,8 @@ def test_waiting_templates_are_enqueued_by_the_override_they_wait_for() -> None:
         ),
         pytest.param(
             {"placement": {"clusterTolerations": [{"key": "k", "tolerationSeconds": 30}]}},
-            ["spec.placement.clusterTolerations[].tolerationSeconds"],
-            id="tolerationSeconds",
+            [],
+            id="tolerationSeconds: the taint manager's",
         ),
         pytest.param(
             {"association": True, "failover": {"application": {}}},

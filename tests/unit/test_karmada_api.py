@@ -321,7 +321,7 @@ def test_crd_paths_lists_one_file_per_kind() -> None:
     paths = api.crd_paths()
     assert paths == sorted(paths)
     assert all(p.parent == api.CRD_DIRECTORY for p in paths)
-    assert len(paths) == len(api.KARMADA_RESOURCES) == 11
+    assert len(paths) == len(api.KARMADA_RESOURCES) == 12
 
 
 @pytest.mark.parametrize("resource", api.KARMADA_RESOURCES, ids=lambda r: r.gvk.kind)

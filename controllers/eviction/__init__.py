@@ -1,0 +1,30 @@
+"""Eviction moves bindings off member clusters: the eviction task, the taint manager, the
+graceful-eviction controller."""
+
+from controllers.eviction.task import (
+    EVICTION_PRODUCER_TAINT_MANAGER,
+    EVICTION_REASON_APPLICATION_FAILURE,
+    EVICTION_REASON_TAINT_UNTOLERATED,
+    PURGE_MODE_DIRECTLY,
+    PURGE_MODE_GRACEFULLY,
+    PURGE_MODE_NEVER,
+    PURGE_MODES,
+    PurgeMode,
+    evict,
+    evicting_clusters,
+    timestamp,
+)
+
+__all__ = [
+    "EVICTION_PRODUCER_TAINT_MANAGER",
+    "EVICTION_REASON_APPLICATION_FAILURE",
+    "EVICTION_REASON_TAINT_UNTOLERATED",
+    "PURGE_MODES",
+    "PURGE_MODE_DIRECTLY",
+    "PURGE_MODE_GRACEFULLY",
+    "PURGE_MODE_NEVER",
+    "PurgeMode",
+    "evict",
+    "evicting_clusters",
+    "timestamp",
+]

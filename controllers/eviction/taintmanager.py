@@ -1,0 +1,182 @@
+"""TaintManager evicts bindings from members with NoExecute taints their placement won't tolerate.
+
+Karmada's NoExecuteTaintManager, on only with ``--enable-no-execute-taint-eviction`` (default
+false). It reconciles Clusters that carry a NoExecute taint: every ResourceBinding and
+ClusterResourceBinding scheduled there is checked against the ``clusterTolerations`` of the
+placement it was scheduled with (the ``policy.karmada.io/applied-placement`` annotation, else
+``spec.placement``); one that does not tolerate a taint, or whose ``tolerationSeconds`` ran out,
+is evicted with ``task.evict`` (reason ``TaintUntolerated``, producer ``TaintManager``, purge
+mode from ``--no-execute-taint-eviction-purge-mode``) and gets a Normal Event
+``EvictWorkloadFromClusterSucceed`` (Warning ``EvictWorkloadFromClusterFailed`` when the write
+fails). The Cluster is looked at again when the shortest toleration left runs out, and every
+``RETRY_FREQUENCY`` seconds while it stays tainted, as Karmada's does.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import structlog
+
+from controllers.api import (
+    APPLIED_PLACEMENT_ANNOTATION,
+    CLUSTER_GVK,
+    CLUSTER_RESOURCE_BINDING_GVK,
+    RESOURCE_BINDING_GVK,
+    TARGET_CLUSTER_INDEX,
+    Toleration,
+    binding_spec,
+    cluster_spec,
+    target_cluster_names,
+)
+from controllers.context import Context
+from controllers.eviction.options import FailoverOptions
+from controllers.eviction.task import (
+    EVICTION_PRODUCER_TAINT_MANAGER,
+    EVICTION_REASON_TAINT_UNTOLERATED,
+    evict,
+)
+from controllers.eviction.tolerations import no_execute_verdict
+from controllers.rbac import Permissions, Rule
+from controllers.scheduler.filter import taint_text
+from reconcile import (
+    GVK,
+    ApiError,
+    CachedClient,
+    EventRecorder,
+    NotFound,
+    Obj,
+    Request,
+    Result,
+    SharedInformer,
+    annotations_of,
+    controller_managed_by,
+    is_being_deleted,
+)
+
+__all__ = ["CONTROLLER_NAME", "PERMISSIONS", "RETRY_FREQUENCY", "TaintManager", "setup"]
+
+CONTROLLER_NAME: Final = "taint-manager"
+RETRY_FREQUENCY: Final = 10.0
+"""Seconds between passes over a Cluster that stays NoExecute-tainted (Karmada's default)."""
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("list", "watch"),
+            "its cache",
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("resourcebindings", "clusterresourcebindings"),
+            ("update",),
+            "evictions: spec.clusters into spec.gracefulEvictionTasks",
+        ),
+    )
+)
+"""What the taint manager does on the host (see controllers.rbac)."""
+
+log = structlog.get_logger("controllers.eviction.taintmanager")
+
+
+def tolerations_of(binding: Mapping[str, Any]) -> list[Toleration]:
+    """The clusterTolerations of the placement the binding was scheduled with."""
+    recorded = annotations_of(binding).get(APPLIED_PLACEMENT_ANNOTATION)
+    placement: Any = None
+    if recorded:
+        try:
+            placement = json.loads(recorded)
+        except ValueError:
+            placement = None
+    if not isinstance(placement, Mapping):
+        placement = binding_spec(binding).get("placement") or {}
+    tolerations = placement.get("clusterTolerations") or []
+    return [t for t in tolerations if isinstance(t, Mapping)]  # type: ignore[misc]
+
+
+class TaintManager:
+    """Evicts bindings from one NoExecute-tainted Cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: CachedClient,
+        recorder: EventRecorder,
+        options: FailoverOptions,
+        informers: Mapping[GVK, SharedInformer],
+    ) -> None:
+        self.client, self.recorder, self.options = client, recorder, options
+        self.informers = informers
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Evict what must leave the Cluster now; come back when the next toleration ends.
+
+        Raises:
+            ApiError: a binding update failed (e.g. Conflict); retried with backoff.
+        """
+        try:
+            cluster = await self.client.get(CLUSTER_GVK, request.name)
+        except NotFound:
+            return None
+        taints = cluster_spec(cluster).get("taints") or []
+        if not any(t.get("effect") == "NoExecute" for t in taints):
+            return None
+        next_check = RETRY_FREQUENCY
+        for gvk, informer in self.informers.items():
+            for key in informer.indexer.index_keys(TARGET_CLUSTER_INDEX, request.name):
+                after = await self._sync(gvk, Request.from_key(key), request.name, taints)
+                if after is not None:
+                    next_check = min(next_check, after)
+        return Result(requeue_after=next_check)
+
+    async def _sync(self, gvk: GVK, key: Request, cluster: str, taints: list[Any]) -> float | None:
+        try:
+            binding = await self.client.get(gvk, key.name, namespace=key.namespace or None)
+        except NotFound:
+            return None
+        if is_being_deleted(binding) or cluster not in target_cluster_names(binding):
+            return None
+        verdict = no_execute_verdict(taints, tolerations_of(binding))
+        if not verdict.evict:
+            return verdict.after
+        await self._evict(binding, cluster, taint_text(verdict.taint or {}))
+        return None
+
+    async def _evict(self, binding: Obj, cluster: str, taint: str) -> None:
+        updated = copy.deepcopy(binding)
+        message = f"cluster {cluster} has taint {{{taint}}} the placement does not tolerate"
+        evict(
+            updated["spec"],
+            cluster,
+            reason=EVICTION_REASON_TAINT_UNTOLERATED,
+            producer=EVICTION_PRODUCER_TAINT_MANAGER,
+            purge_mode=self.options.no_execute_taint_eviction_purge_mode,
+            message=message,
+        )
+        try:
+            await self.client.update(updated)
+        except ApiError as error:
+            text = f"Evict from cluster {cluster} failed: {error}"
+            self.recorder.event(binding, "Warning", "EvictWorkloadFromClusterFailed", text)
+            raise
+        log.info("evicted", cluster=cluster, taint=taint)
+        text = f"Evict from cluster {cluster} succeed: {message}"
+        self.recorder.event(updated, "Normal", "EvictWorkloadFromClusterSucceed", text)
+
+
+def setup(context: Context) -> None:
+    """Register the taint manager with ``context.manager`` when NoExecute eviction is enabled."""
+    if not context.failover.enable_no_execute_taint_eviction:
+        return
+    manager = context.manager
+    kinds = (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK)
+    for gvk in kinds:
+        manager.cache.index_field(gvk, TARGET_CLUSTER_INDEX, target_cluster_names)
+    informers = {gvk: manager.cache.get_informer(gvk) for gvk in kinds}
+    recorder = context.recorder(CONTROLLER_NAME)
+    reconciler = TaintManager(manager.client, recorder, context.failover, informers)
+    controller_managed_by(manager).named(CONTROLLER_NAME).for_(CLUSTER_GVK).complete(reconciler)

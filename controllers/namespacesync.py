@@ -241,7 +241,9 @@ class NamespaceSyncController:
             log.debug("namespace skips auto propagation", namespace=request.name)
             return
         policies = await self.client.list_all(CLUSTER_OVERRIDE_POLICY_GVK)
-        for cluster in clusters:
+        # A Cluster being deleted gets no new Work: the cluster controller is deleting its Works
+        # to let it go, and writing them again would hold its finalizer forever.
+        for cluster in (c for c in clusters if not is_being_deleted(c)):
             try:
                 work = namespace_work(namespace, cluster, policies)
             except OverrideError as error:

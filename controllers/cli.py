@@ -1,4 +1,5 @@
-"""Cli is the ``reconcile`` command line: controller-manager, join, interpret, testenv and demo."""
+"""Cli is the ``reconcile`` command line: controller-manager, join, interpret, testenv, demo and the
+operator commands (taint, cordon, uncordon, unjoin, get)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import anyio
 
 from controllers.cluster.registry import MemberOptions
 from controllers.cluster.status import ClusterStatusOptions
+from controllers.commands.cli import add_command_parsers
 from controllers.interpreter.cli import add_interpret_parser
 from controllers.interpreter.types import InterpreterError
 from reconcile import (
@@ -282,6 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_join(commands)
     add_interpret_parser(commands)
     add_testenv_parser(commands)
+    add_command_parsers(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")
     demo.set_defaults(func=_demo)
     return parser

@@ -11,8 +11,9 @@ ClusterRole ``karmada-controller-manager:karmada-<name>``, the ServiceAccount ``
 and its token Secret of the same name if one exists (Karmada's join creates one; ours uses the
 TokenRequest API), all in namespace karmada-cluster. Unlike karmadactl the member's karmada-cluster
 namespace stays: it may hold the identities of other Clusters joined from the same member (or of
-other control planes). Objects already gone are skipped, so running it again finishes a partial
-unjoin.
+other control planes). Objects already gone are skipped, and once the Cluster is gone a second
+run deletes what a first one left (it gave up waiting, say), found by join's names; with nothing
+left at all, the name is reported not found.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any, Final, TextIO
 import anyio
 
 from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE
-from controllers.commands.clustertaints import get_cluster
 from controllers.commands.errors import CommandError
 from controllers.join import cluster_role_name, service_account_name
 from reconcile import GVK, Client, NotFound
@@ -98,9 +98,47 @@ async def _wait_gone(client: Client, name: str, wait: float) -> None:
     finalizers = ", ".join(left["metadata"].get("finalizers") or []) or "none"
     raise CommandError(
         f"cluster {name} still exists after {wait:g}s (finalizers: {finalizers}; the "
-        "controller-manager removes them once the member's Works are gone): its Secret and "
-        "member objects were left in place; run unjoin again when it is gone"
+        "controller-manager removes them once the member's Works are gone); its Secret and "
+        "member objects are left in place: run unjoin again once it is gone"
     )
+
+
+async def _exists(client: Client, target: Target) -> bool:
+    try:
+        await client.get(target.gvk, target.name, namespace=target.namespace)
+    except NotFound:
+        return False
+    return True
+
+
+async def _leftovers(
+    name: str, host: Client, member: Client | None, cluster_namespace: str
+) -> list[tuple[Client, Target]]:
+    # What an unjoin that gave up waiting left behind, found by the names join uses.
+    candidates = [(host, Target(SECRET, name, cluster_namespace))]
+    if member is not None:
+        candidates += [(member, target) for target in member_targets(name)]
+    return [(client, target) for client, target in candidates if await _exists(client, target)]
+
+
+async def _finish(
+    name: str,
+    host: Client,
+    member: Client | None,
+    cluster_namespace: str,
+    out: TextIO,
+    dry_run: bool,
+) -> None:
+    left = await _leftovers(name, host, member, cluster_namespace)
+    if not left:
+        raise CommandError(f'cluster "{name}" not found')
+    for client, target in left:
+        if dry_run:
+            print(f"{target} would be deleted (dry run)", file=out)
+        else:
+            await _delete(client, target, out)
+    if not dry_run:
+        print(f"cluster {name} unjoined (the Cluster was already gone)", file=out)
 
 
 async def run_unjoin(
@@ -116,11 +154,19 @@ async def run_unjoin(
     """Remove Cluster ``name`` and its credentials from ``host``, and with ``member`` what join
     created there; one line on ``out`` per object deleted (or, ``dry_run``, to be deleted).
 
+    A Cluster already gone is no error while something join made for it is left (the Secret
+    ``<cluster_namespace>/<name>``, the member objects): those are deleted.
+
     Raises:
-        CommandError: there is no such Cluster, or it is still there after ``wait`` seconds.
+        CommandError: no such Cluster and nothing of it left, or the Cluster is still there
+            after ``wait`` seconds.
         ApiError: a deletion was refused (e.g. Forbidden).
     """
-    cluster = await get_cluster(host, name)
+    try:
+        cluster = await host.get(CLUSTER_GVK, name)
+    except NotFound:
+        await _finish(name, host, member, cluster_namespace, out, dry_run)
+        return
     secrets = _secret_targets(cluster, cluster_namespace)
     in_member = member_targets(name) if member is not None else []
     if dry_run:

@@ -22,13 +22,14 @@ from controllers.api import CLUSTER_GVK, Taint
 from controllers.commands.clustertaints import edit_cluster_taints
 from controllers.commands.taint import reorganize_taints
 from controllers.commands.taintspec import parse_taints
-from reconcile import Client
-from testenv import ControlPlane
-from tests.builders import cluster, delete_and_wait
+from reconcile import GVK, Client
+from testenv import ControlPlane, eventually
+from tests.builders import cluster, delete_and_wait, gone
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 NOT_READY = Taint(key="cluster.karmada.io/not-ready", effect="NoSchedule")
+SECRET = GVK("", "v1", "Secret")
 UNSCHEDULABLE = Taint(key="cluster.karmada.io/unschedulable", effect="NoSchedule")
 
 
@@ -196,3 +197,34 @@ async def test_a_conflicting_write_is_retried_from_a_fresh_read_and_kept(
         {"key": "racer", "effect": "NoSchedule"},
         {"key": "mine", "value": "1", "effect": "NoSchedule"},
     ]
+
+
+async def test_unjoin_gives_up_after_wait_and_a_second_run_finishes(
+    host: ControlPlane, karmada_client: Client, namespace: str
+) -> None:
+    # No controller-manager runs: the cluster controller's finalizer holds the Cluster.
+    held = cluster(namespace, secretRef={"namespace": namespace, "name": namespace})
+    held["metadata"]["finalizers"] = ["karmada.io/cluster-controller"]
+    await karmada_client.create(held)
+    meta = {"name": namespace, "namespace": namespace}
+    await karmada_client.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta})
+    unjoin = ("unjoin", namespace, "--cluster-namespace", namespace)
+    try:
+        status, out, err = await reconcile(host, *unjoin, "--wait", "1s")
+        assert status == 1
+        assert out == f'cluster.cluster.karmada.io "{namespace}" deleted\n'
+        assert err.startswith(f"unjoin: cluster {namespace} still exists after 1s")
+        assert "karmada.io/cluster-controller" in err
+        assert not await gone(karmada_client, SECRET, namespace, namespace), "kept: finalizer"
+    finally:
+        await karmada_client.patch(CLUSTER_GVK, namespace, {"metadata": {"finalizers": None}})
+    await eventually(lambda: gone(karmada_client, CLUSTER_GVK, namespace), timeout=30)
+
+    assert await reconcile(host, *unjoin) == (
+        0,
+        f'secret "{namespace}" in namespace {namespace} deleted\n'
+        f"cluster {namespace} unjoined (the Cluster was already gone)\n",
+        "",
+    )
+    assert await gone(karmada_client, SECRET, namespace, namespace)
+    assert await reconcile(host, *unjoin) == (1, "", f'unjoin: cluster "{namespace}" not found\n')

@@ -45,7 +45,8 @@ def _stamped(taint: Taint, previous: Taint | None, now: str) -> Taint:
     if added.get("effect") != "NoExecute":
         return added
     unchanged = previous is not None and previous.get("value", "") == added.get("value", "")
-    added["timeAdded"] = (previous or {}).get("timeAdded") or now if unchanged else now
+    kept = previous.get("timeAdded") if previous is not None and unchanged else None
+    added["timeAdded"] = kept or now
     return added
 
 

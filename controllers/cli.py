@@ -1,4 +1,5 @@
-"""Cli is the ``reconcile`` command line: controller-manager, join, webhook, interpret, testenv."""
+"""Cli is the ``reconcile`` command line: controller-manager, join, webhook, interpret, testenv,
+demo and the operator commands (taint, cordon, uncordon, unjoin, get)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import anyio
 from controllers.cluster.health import ClusterHealthOptions
 from controllers.cluster.registry import MemberOptions
 from controllers.cluster.status import ClusterStatusOptions
+from controllers.commands.cli import add_command_parsers
 from controllers.eviction.options import FailoverOptions
 from controllers.eviction.task import PURGE_MODES
 from controllers.interpreter.cli import add_interpret_parser
@@ -405,6 +407,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_webhook(commands)
     add_interpret_parser(commands)
     add_testenv_parser(commands)
+    add_command_parsers(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")
     demo.set_defaults(func=_demo)
     return parser

@@ -22,7 +22,7 @@ import yaml
 from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE
 from reconcile import GVK, AlreadyExists, Client, ClusterConfig, Conflict
 
-__all__ = ["JoinResult", "join_cluster"]
+__all__ = ["JoinResult", "cluster_role_name", "join_cluster", "service_account_name"]
 
 TOKEN_SECONDS: Final = 365 * 24 * 3600
 SERVICE_ACCOUNT: Final = GVK("", "v1", "ServiceAccount")
@@ -38,9 +38,21 @@ class JoinResult:
     secret: str
 
 
+def service_account_name(cluster: str) -> str:
+    """The member-side ServiceAccount of Cluster ``cluster``, as Karmada's
+    names.GenerateServiceAccountName: ``karmada-<cluster>`` in namespace karmada-cluster."""
+    return f"karmada-{cluster}"
+
+
+def cluster_role_name(cluster: str) -> str:
+    """The member-side ClusterRole (and ClusterRoleBinding) of Cluster ``cluster``, as Karmada's
+    names.GenerateRoleName: ``karmada-controller-manager:karmada-<cluster>``."""
+    return f"karmada-controller-manager:{service_account_name(cluster)}"
+
+
 def _member_objects(name: str) -> list[dict[str, Any]]:
-    account = f"karmada-{name}"
-    role = f"karmada-controller-manager:{account}"
+    account = service_account_name(name)
+    role = cluster_role_name(name)
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KARMADA_CLUSTER_NAMESPACE}},
         {
@@ -88,7 +100,11 @@ async def _token(member: Client, name: str) -> str:
         "spec": {"expirationSeconds": TOKEN_SECONDS},
     }
     answer = await member.create_subresource(
-        SERVICE_ACCOUNT, f"karmada-{name}", "token", request, namespace=KARMADA_CLUSTER_NAMESPACE
+        SERVICE_ACCOUNT,
+        service_account_name(name),
+        "token",
+        request,
+        namespace=KARMADA_CLUSTER_NAMESPACE,
     )
     return str(answer["status"]["token"])
 

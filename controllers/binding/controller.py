@@ -296,7 +296,7 @@ class BindingController:
         gvk = GVK.from_api_version(resource.get("apiVersion", ""), resource.get("kind", ""))
         name, namespace = resource.get("name", ""), resource.get("namespace") or None
         # A full informer only: reading a metadata-only kind would open a cluster-wide full one.
-        # ... and one holding the template's namespace: Secrets are cached in karmada-cluster only.
+        # ... and one holding the template's namespace (a kind may be scoped to some namespaces).
         watched = any(
             s.gvk == gvk and not s.metadata_only and s.namespace in (None, namespace)
             for s in self.client.cache.informers()

@@ -217,9 +217,9 @@ def setup_cluster_controller(
     manager.add(monitor.run, leader_only=True)
     namespace = registry.options.cluster_namespace
     builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster")
-    builder.watches(ClusterSecrets(manager.cache, namespace)).complete(reconciler)
+    builder.watches(ClusterSecrets.of(manager, namespace)).complete(reconciler)
     connections = controller_managed_by(manager).for_(CLUSTER_GVK).named("member-connections")
-    connections.watches(ClusterSecrets(manager.cache, namespace))
+    connections.watches(ClusterSecrets.of(manager, namespace))
     connections.with_options(ControllerOptions(need_leader_election=False))
     connections.complete(MemberConnections(manager, registry))
     return reconciler

@@ -296,7 +296,7 @@ def setup_cluster_status_controller(
 ) -> ClusterStatusController:
     """Register the cluster status controller with ``manager`` (default options: Karmada's)."""
     reconciler = ClusterStatusController(manager, registry, options)
-    secrets = ClusterSecrets(manager.cache, registry.options.cluster_namespace)
+    secrets = ClusterSecrets.of(manager, registry.options.cluster_namespace)
     builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status")
     builder.watches(secrets).complete(reconciler)
     return reconciler

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import structlog
 
+from controllers.api import KARMADA_CLUSTER_NAMESPACE
+from controllers.cluster.secrets import SECRET, cluster_secret_cache
 from controllers.detector import binding_coordinates
 from controllers.rbac import LEASE_NAME, SERVICE_ACCOUNT, aggregated_rules, granted
 from reconcile import GVK, Client, ClusterConfig, ManagerOptions, NotFound
@@ -223,7 +225,12 @@ async def _only_permitted_kinds_watched(stack: Stack) -> None:
         rbac += (await stack.host.list(kind))["items"]
     allowed = {(g.namespace, g.group, g.resource, g.verb) for g in granted(rbac) if not g.name}
     watched = set()
-    for scope in manager.cache.informers():
+    # The cluster credentials' own cache: one metadata-only informer, of the cluster namespace.
+    credentials = cluster_secret_cache(manager, KARMADA_CLUSTER_NAMESPACE).informers()
+    assert [(s.gvk, s.namespace, s.metadata_only) for s in credentials] == [
+        (SECRET, KARMADA_CLUSTER_NAMESPACE, True)
+    ]
+    for scope in [*manager.cache.informers(), *credentials]:
         resource = await manager.api_reader.resource_for(scope.gvk)
         if not scope.namespace:
             watched.add(resource.plural)
@@ -232,6 +239,8 @@ async def _only_permitted_kinds_watched(stack: Stack) -> None:
             assert ("", *wanted) in allowed or (scope.namespace, *wanted) in allowed, scope
     assert {"deployments", "propagationpolicies", "works"} <= watched
     assert not {"secrets", "roles", "clusterroles", "mutatingwebhookconfigurations"} & watched
+    # No Secret informer at all in the manager's cache: the detector was not allowed to watch them.
+    assert not [s for s in manager.cache.informers() if s.gvk == SECRET]
 
 
 def _refused_by_rbac(line: str) -> bool:

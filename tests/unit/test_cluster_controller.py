@@ -21,6 +21,7 @@ from controllers.cluster import (
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
+from controllers.cluster.secrets import SECRET, cluster_secret_cache
 from reconcile import EVENT_GVK, Manager, ManagerOptions, Request, Result, get_condition
 from testenv import FakeClient, eventually
 
@@ -118,6 +119,32 @@ async def test_a_non_utf8_token_is_reported_and_not_retried_until_the_secret_cha
         await env.fake.update(secret(b"a-usable-token"))
         await env.connected()
         await env.ready("ClusterNotReachable")
+
+
+async def test_the_credentials_watch_leaves_the_hosts_secret_kind_unscoped(tmp_path: Path) -> None:
+    # Secrets are resource templates too: the detector lists them in any namespace.
+    async with running(tmp_path) as env:
+        manager = env.registry.manager
+        template = {**secret(b"app-token"), "metadata": {"name": "app", "namespace": "apps"}}
+        await env.fake.create(template)
+        await env.fake.create(secret(b"a-usable-token"))
+        listed = await manager.client.list(SECRET, namespace="apps")
+        assert [item["metadata"]["name"] for item in listed["items"]] == ["app"]
+        assert listed["items"][0]["data"] == template["data"]
+
+        # The credentials are watched through a cache of their own: metadata of one namespace.
+        credentials = cluster_secret_cache(manager, "karmada-cluster")
+        (scope, informer), *others = credentials.informers().items()
+        assert not others
+        assert scope.gvk == SECRET
+        assert (scope.namespace, scope.metadata_only) == ("karmada-cluster", True)
+
+        async def seen() -> bool:
+            return informer.indexer.get("karmada-cluster/m") is not None
+
+        await eventually(seen, timeout=10)
+        assert "data" not in informer.indexer.get("karmada-cluster/m")  # type: ignore[operator]
+        assert cluster_secret_cache(manager, "karmada-cluster") is credentials
 
 
 async def test_the_cluster_controller_alone_reconnects_when_a_missing_secret_appears(

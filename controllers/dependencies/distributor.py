@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import structlog
 
-from controllers.api import RESOURCE_BINDING_GVK, binding_spec
+from controllers.api import RESOURCE_BINDING_GVK, RESOURCE_BINDING_PERMANENT_ID_LABEL, binding_spec
 from controllers.context import Context
 from controllers.dependencies.attached import (
     DEPENDENCIES_ANNOTATION,
@@ -79,6 +79,7 @@ from reconcile import (
     add_finalizer,
     controller_managed_by,
     is_being_deleted,
+    labels_of,
     name_of,
     namespace_of,
     remove_finalizer,
@@ -318,9 +319,12 @@ class DependenciesDistributor:
         return [obj for obj in typed if matches(ref, obj)]
 
     async def _attached(self, binding: Obj) -> list[Obj]:
+        # key=value, as attached_binding labels them (the parent's permanent id): served by the
+        # cache's label index, where a bare key (exists) would scan every binding.
         label = depended_by_label(namespace_of(binding), name_of(binding))
+        value = labels_of(binding).get(RESOURCE_BINDING_PERMANENT_ID_LABEL, "")
         return await self.client.list_all(
-            RESOURCE_BINDING_GVK, namespace=namespace_of(binding), label_selector=label
+            RESOURCE_BINDING_GVK, namespace=namespace_of(binding), label_selector=f"{label}={value}"
         )
 
     async def _release_all(self, binding: Obj) -> None:

@@ -61,8 +61,13 @@ async def taints(stack: Stack, name: str) -> set[tuple[str, str]]:
 
 
 async def binding(stack: Stack, template: str) -> dict[str, Any]:
+    """The template's binding; an empty one until the detector made it (a loaded machine may
+    poll before that)."""
     name = f"{template}-deployment"
-    return await stack.host.get(RESOURCE_BINDING_GVK, name, namespace=stack.namespace)
+    try:
+        return await stack.host.get(RESOURCE_BINDING_GVK, name, namespace=stack.namespace)
+    except NotFound:
+        return {"spec": {}}
 
 
 async def targets(stack: Stack, template: str) -> dict[str, int]:

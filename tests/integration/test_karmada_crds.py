@@ -46,6 +46,8 @@ class Served(NamedTuple):
     namespaced: bool
     short_names: tuple[str, ...]
     status: bool
+    category: bool = True
+    """In the ``karmada-io`` category (Karmada's WorkloadRebalancer is not)."""
 
 
 KINDS: dict[str, Served] = {
@@ -70,6 +72,9 @@ KINDS: dict[str, Served] = {
         CONFIG, "v1alpha1", "resourceinterpreterwebhookconfigurations", False, (), False
     ),
     "ClusterTaintPolicy": Served(POLICY, "v1alpha1", "clustertaintpolicies", False, (), False),
+    "WorkloadRebalancer": Served(
+        "apps.karmada.io", "v1alpha1", "workloadrebalancers", False, (), True, category=False
+    ),
 }
 
 # Fields the apiserver may add to a manifest: Karmada's declared defaults ("*" is any list index).
@@ -287,7 +292,7 @@ async def test_discovery_serves_every_kind_with_its_scope_and_short_names(
         assert resource["kind"] == kind
         assert resource["namespaced"] is want.namespaced, kind
         assert tuple(resource.get("shortNames", ())) == want.short_names, kind
-        assert "karmada-io" in resource.get("categories", []), kind
+        assert ("karmada-io" in resource.get("categories", [])) is want.category, kind
         assert (f"{want.plural}/status" in served) is want.status, kind
     # The library's Resource table describes the same kinds the apiserver serves.
     library = {

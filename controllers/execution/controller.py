@@ -56,7 +56,13 @@ from controllers.api import (
     work_spec,
 )
 from controllers.context import Context
-from controllers.execution.drift import AppliedRecords, ObjectRef, manifest_digest, needs_update
+from controllers.execution.drift import (
+    AppliedRecords,
+    ObjectRef,
+    manifest_digest,
+    needs_update,
+    with_digest,
+)
 from controllers.execution.retain import release_patch, retain_member_fields
 from controllers.execution.source import ManagedObjects, managed_informer
 from controllers.execution.workstatus import StatusReflector, failure_message, status_patch
@@ -399,6 +405,7 @@ class ExecutionController:
             raise _Malformed(str(error)) from error
         ref = ObjectRef(cluster, gvk, namespace, name)
         digest = manifest_digest(desired)
+        desired = with_digest(desired, digest)
         observed = await self._cached(member, ref)
         if observed is None:
             try:

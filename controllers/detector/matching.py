@@ -14,11 +14,13 @@ the annotations ``propagationpolicy.karmada.io/namespace`` and ``.../name`` (clu
 ``clusterpropagationpolicy.karmada.io/permanent-id`` and ``.../name``). A claimed template stays
 with its policy while that policy exists and still selects it, unless a candidate preempts it: a
 policy with ``preemption: Always`` takes templates from lower-priority policies of its kind, and a
-namespaced one takes them from any cluster policy. Everything here is pure.
+namespaced one takes them from any cluster policy. Everything here is pure (a policy version's
+validation verdict is remembered, which changes no answer).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -42,6 +44,8 @@ from reconcile import (
     labels_of,
     name_of,
     namespace_of,
+    resource_version_of,
+    uid_of,
 )
 
 __all__ = [
@@ -58,6 +62,7 @@ __all__ = [
     "implicit_priority",
     "is_cluster_policy",
     "merge_patch",
+    "valid_selectors",
     "pending_changes",
     "permanent_id_label",
     "policy_id",
@@ -121,11 +126,58 @@ def implicit_priority(policy: Obj, template: Obj) -> int:
     """
     if not is_cluster_policy(policy) and namespace_of(template) != namespace_of(policy):
         return PRIORITY_MISMATCH
-    if spec_shape_problems(policy):
+    valid = valid_selectors(policy)
+    if valid is None:
         return PRIORITY_MISMATCH
-    selectors = propagation_spec(policy).get("resourceSelectors") or []
-    valid = [s for s in selectors if not resource_selector_problems(s)]
     return selectors_priority(template, valid)
+
+
+class _SelectorMemo:
+    """Each stored policy version's valid resource selectors, for the last MEMO_SIZE versions.
+
+    Validating a policy's spec against the CRD's types cost the detector a third of its time
+    for a template whose binding is up to date: one template's reconcile validates every policy
+    of its namespace about four times (claim, candidates, rank), and after a relist or a
+    leadership change every template is reconciled. A (uid, resourceVersion) names one stored
+    version, which never changes, so its verdict is kept.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._verdicts: OrderedDict[tuple[str, str], tuple[Mapping[str, Any], ...] | None] = (
+            OrderedDict()
+        )
+
+    def valid(self, policy: Obj) -> tuple[Mapping[str, Any], ...] | None:
+        key = (uid_of(policy), resource_version_of(policy))
+        if not all(key):
+            return _validate(policy)  # not a stored object (built in memory): nothing to key on
+        if key in self._verdicts:
+            self._verdicts.move_to_end(key)
+            return self._verdicts[key]
+        verdict = self._verdicts[key] = _validate(policy)
+        if len(self._verdicts) > self._size:
+            self._verdicts.popitem(last=False)
+        return verdict
+
+
+def _validate(policy: Obj) -> tuple[Mapping[str, Any], ...] | None:
+    if spec_shape_problems(policy):
+        return None
+    selectors = propagation_spec(policy).get("resourceSelectors") or []
+    return tuple(s for s in selectors if not resource_selector_problems(s))
+
+
+MEMO_SIZE: Final = 4096
+"""Policy versions whose verdicts are kept (far more policies than a control plane has)."""
+_memo = _SelectorMemo(MEMO_SIZE)
+
+
+def valid_selectors(policy: Obj) -> tuple[Mapping[str, Any], ...] | None:
+    """The resource selectors of ``policy`` that Kubernetes would accept; None when its spec
+    lacks the CRD's types (it selects nothing). Kept per stored version (uid, resourceVersion);
+    the selectors returned are shared: read them, never change them."""
+    return _memo.valid(policy)
 
 
 def _rank(policy: Obj, template: Obj) -> tuple[int, int, int, str]:

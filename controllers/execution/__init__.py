@@ -18,12 +18,14 @@ from controllers.execution.controller import (
     setup_execution_controller,
 )
 from controllers.execution.drift import (
+    APPLIED_DIGEST_ANNOTATION,
     Applied,
     AppliedRecords,
     ObjectRef,
     contains,
     manifest_digest,
     needs_update,
+    with_digest,
 )
 from controllers.execution.retain import (
     KARMADA_ANNOTATIONS,
@@ -47,6 +49,7 @@ from controllers.execution.workstatus import (
 
 __all__ = [
     "APPLIED_MESSAGE",
+    "APPLIED_DIGEST_ANNOTATION",
     "Applied",
     "AppliedRecords",
     "ApplyFailed",
@@ -68,6 +71,7 @@ __all__ = [
     "managed_informer",
     "manifest_digest",
     "needs_update",
+    "with_digest",
     "release_patch",
     "retain_member_fields",
     "setup",

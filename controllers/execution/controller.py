@@ -11,7 +11,13 @@ A Work in ``karmada-es-<cluster>`` holds whole objects for the member ``<cluster
   runs the interpreter's Retain hook, and is skipped when it would change nothing (``drift``); an
   update refused for a stale resourceVersion is tried once more from a live read. Failed manifests
   fail the reconcile (retried with backoff), except malformed ones (no kind, no name), which only
-  a change of the Work can fix (TerminalError). ``spec.suspendDispatching`` pauses all of this;
+  a change of the Work can fix (TerminalError). A member that refuses or drops the connection while
+  its Cluster is still Ready (a restart or flap shorter than the cluster-status failure threshold)
+  has its Works retried every UNREACHABLE_RETRY seconds instead: the per-item exponential backoff
+  (and the queue's shared token bucket) would, after a few seconds of refused connections, keep
+  hundreds of Works waiting long after the member is back; a longer outage turns the Cluster
+  NotReady, and its Ready again enqueues every Work at once. ``spec.suspendDispatching`` pauses
+  all of this;
 - the Work's status gets Applied True/AppliedSuccessful or False/AppliedFailed with the errors, and
   ``manifestStatuses`` with each object's reflected status and health (``workstatus``), written
   only when changed. Reflecting status here, right after applying, rather than in a second
@@ -37,6 +43,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import aiohttp
+
 from controllers.api import (
     CLUSTER_GVK,
     CONFLICT_RESOLUTION_ANNOTATION,
@@ -56,7 +64,13 @@ from controllers.api import (
     work_spec,
 )
 from controllers.context import Context
-from controllers.execution.drift import AppliedRecords, ObjectRef, manifest_digest, needs_update
+from controllers.execution.drift import (
+    AppliedRecords,
+    ObjectRef,
+    manifest_digest,
+    needs_update,
+    with_digest,
+)
 from controllers.execution.retain import release_patch, retain_member_fields
 from controllers.execution.source import ManagedObjects, managed_informer
 from controllers.execution.workstatus import StatusReflector, failure_message, status_patch
@@ -80,6 +94,7 @@ from reconcile import (
     Preconditions,
     Request,
     Result,
+    ServiceUnavailable,
     SharedInformer,
     TerminalError,
     annotations_of,
@@ -103,8 +118,10 @@ __all__ = [
     "MEMBER_SYNC_TIMEOUT",
     "MemberUnavailable",
     "NAME",
+    "UNREACHABLE_RETRY",
     "setup",
     "setup_execution_controller",
+    "unreachable",
 ]
 
 PERMISSIONS: Final = Permissions(
@@ -123,6 +140,8 @@ DEFAULT_WORKERS: Final = 5
 """Works reconciled in parallel (Karmada's --concurrent-work-syncs defaults to 5)."""
 MEMBER_SYNC_TIMEOUT: Final = 30.0
 """Seconds a reconcile waits for a member informer's first list before failing."""
+UNREACHABLE_RETRY: Final = 1.0
+"""Seconds before a Work whose member could not be reached (the Cluster still Ready) is retried."""
 SYNC_FAILED: Final = "SyncFailed"
 SYNC_SUCCEEDED: Final = "SyncSucceed"
 
@@ -161,6 +180,14 @@ class _Outcome:
     error: str | None = None
     written: bool = False
     malformed: bool = False
+    unreachable: bool = False
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the member's apiserver could not be reached (refused, reset, timed
+    out, not serving yet), not that it refused the object."""
+    kinds = (aiohttp.ClientConnectionError, OSError, TimeoutError, ServiceUnavailable)
+    return isinstance(error, kinds)
 
 
 def _identity(manifest: Mapping[str, Any]) -> tuple[GVK, str, str]:
@@ -368,8 +395,7 @@ class ExecutionController:
         if reach.member is None:
             await self._report(work, reach.reason, [])
             raise MemberUnavailable(reach.reason)
-        await self._sync_all(work, cluster, reach.member)
-        return None
+        return await self._sync_all(work, cluster, reach.member)
 
     async def _reach(self, name: str) -> _Reach:
         try:
@@ -385,7 +411,7 @@ class ExecutionController:
             return _Reach(cluster, None, f"cluster {name} is not ready: {why}")
         return _Reach(cluster, member, "")
 
-    async def _sync_all(self, work: Obj, cluster: str, member: Cluster) -> None:
+    async def _sync_all(self, work: Obj, cluster: str, member: Cluster) -> Result | None:
         manifests = manifests_of(work)
         outcomes = [
             await self._sync(work, cluster, member, ordinal, manifest)
@@ -404,9 +430,12 @@ class ExecutionController:
             if all(o.malformed for o in outcomes if o.error):
                 # Retrying cannot fix the Work; a change to it (a new generation) is seen anyway.
                 raise TerminalError(failure)
+            if all(o.unreachable for o in outcomes if o.error):
+                return Result(requeue_after=UNREACHABLE_RETRY)
             raise ApplyFailed(failure)
         if any(outcome.written for outcome in outcomes):
             self.recorder.event(work, "Normal", SYNC_SUCCEEDED, f"applied to cluster {cluster}")
+        return None
 
     async def _report(self, work: Obj, failure: str | None, fresh: list[ManifestStatus]) -> None:
         patch = status_patch(work, failure, fresh, len(manifests_of(work)))
@@ -427,7 +456,8 @@ class ExecutionController:
         except _Malformed as error:
             return _Outcome(ordinal, error=f"{_describe(manifest)}: {error}", malformed=True)
         except Exception as error:  # reported in the Applied condition, then retried
-            return _Outcome(ordinal, error=f"{_describe(manifest)}: {error}")
+            described = f"{_describe(manifest)}: {error}"
+            return _Outcome(ordinal, error=described, unreachable=unreachable(error))
         return _Outcome(ordinal, observed=observed, written=written)
 
     async def _apply(
@@ -441,6 +471,7 @@ class ExecutionController:
             raise _Malformed(str(error)) from error
         ref = ObjectRef(cluster, gvk, namespace, name)
         digest = manifest_digest(desired)
+        desired = with_digest(desired, digest)
         observed = await self._cached(member, ref)
         if observed is None:
             try:

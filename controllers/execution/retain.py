@@ -37,6 +37,7 @@ from controllers.api import (
     WORK_NAME_ANNOTATION,
     WORK_NAMESPACE_ANNOTATION,
 )
+from controllers.execution.drift import APPLIED_DIGEST_ANNOTATION
 from controllers.interpreter.native_status import GENERATION_ANNOTATION
 from reconcile import Obj, annotations_of, deep_copy, labels_of
 
@@ -55,6 +56,7 @@ KARMADA_LABELS: Final = (
 """Labels Karmada puts on member objects (stripped when a preserved object is released)."""
 
 KARMADA_ANNOTATIONS: Final = (
+    APPLIED_DIGEST_ANNOTATION,
     MANAGED_ANNOTATIONS_ANNOTATION,
     MANAGED_LABELS_ANNOTATION,
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,

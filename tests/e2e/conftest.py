@@ -10,13 +10,18 @@ from testenv import Environment
 from tests.e2e.stack import MEMBERS, client_of
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def joined(multicluster: Environment) -> Environment:
-    """The members joined to the host (a ServiceAccount token each), CRDs installed."""
-    env = multicluster
+async def join_members(env: Environment) -> Environment:
+    """``env`` with the CRDs installed on the host and the members joined (a ServiceAccount
+    token each); again on every call, so a test that changed a member's join finds it mended."""
     await env.host.install_crds(crd_paths())
     async with await client_of(env.host) as host:
         for name in MEMBERS:
             kubeconfig = str(env.members[name].kubeconfig)
             await join_cluster(name, host=host, member_kubeconfig=kubeconfig)
     return env
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def joined(multicluster: Environment) -> Environment:
+    """The members joined to the host (a ServiceAccount token each), CRDs installed."""
+    return await join_members(multicluster)

@@ -165,6 +165,41 @@ class Clusters:
 
         await eventually(gone, timeout=timeout, interval=1.0)
 
+    async def purge(self, policy: str, timeout: float) -> None:
+        """Remove what this namespace's templates made anywhere (templates, ``policy``,
+        bindings, their Works, member Deployments) directly, finalizers and all, and wait for it
+        to be gone: ``clean_up`` for a load too large to have the controllers delete it, which
+        must be stopped first (they would re-create what they see missing)."""
+        ns, host = self.namespace, self.host
+        await host.delete_all_of(DEPLOYMENT, namespace=ns)
+        await delete(host, POLICY, policy, ns)
+        for member in self.members.values():
+            await member.delete_all_of(DEPLOYMENT, namespace=ns)
+        works = [w for found in (await self.works()).values() for w in found]
+        bindings = await self.bindings()
+        await bounded((partial(_release, host, obj, ns) for obj in [*works, *bindings]), limit=32)
+        marked = f"{PURGE_LABEL}={ns}"
+        await host.delete_all_of(RESOURCE_BINDING_GVK, namespace=ns, label_selector=marked)
+        for cluster in self.members:
+            where = execution_namespace(cluster)
+            await host.delete_all_of(WORK_GVK, namespace=where, label_selector=marked)
+
+        async def gone() -> bool:
+            return not any((await self.counts()).values())
+
+        await eventually(gone, timeout=timeout, interval=1.0)
+
+
+PURGE_LABEL = "e2e.reconcile.io/purge"
+"""Marks the objects ``Clusters.purge`` deletes by collection."""
+
+
+async def _release(client: Client, obj: Obj, mark: str) -> None:
+    """Drop ``obj``'s finalizers (their controllers are stopped) and label it ``mark``."""
+    patch = {"metadata": {"finalizers": None, "labels": {PURGE_LABEL: mark}}}
+    with suppress(NotFound):
+        await client.patch(GVK.of(obj), name_of(obj), patch, namespace=obj["metadata"]["namespace"])
+
 
 @asynccontextmanager
 async def clusters_of(

@@ -383,3 +383,49 @@ def test_a_cluster_scoped_template_gets_a_cluster_resource_binding() -> None:
         == "crb-uuid"
     )
     assert "namespace" not in binding["spec"]["resource"]
+
+
+def test_a_stored_policy_version_is_validated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # After a relist every template is reconciled, each asking about every policy several times.
+    from controllers.detector import matching, validation
+
+    validated: list[str] = []
+    real = validation.spec_shape_problems
+
+    def counting(obj: Any) -> list[str]:
+        validated.append(obj["metadata"]["resourceVersion"])
+        return real(obj)
+
+    monkeypatch.setattr(matching, "spec_shape_problems", counting)
+    stored = policy("web", selector(labelSelector={"matchLabels": {"app": "nginx"}}))
+    stored["metadata"].update(uid="uid-memo", resourceVersion="41")
+    templates = [template(f"t{i}") for i in range(50)]
+    assert all(implicit_priority(stored, t) == 2 for t in templates)
+    assert [names(candidates(t, [stored])) for t in templates] == [["web"]] * 50
+    assert validated == ["41"]
+
+    # A new version is validated again, and its verdict counts: now it selects nothing.
+    stored["metadata"]["resourceVersion"] = "42"
+    stored["spec"]["resourceSelectors"] = "not a list"
+    assert implicit_priority(stored, templates[0]) == 0
+    assert validated == ["41", "42"]
+
+
+def test_a_policy_without_a_stored_version_is_validated_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from controllers.detector import matching, validation
+
+    validated: list[str] = []
+    real = validation.spec_shape_problems
+
+    def counting(obj: Any) -> list[str]:
+        validated.append("x")
+        return real(obj)
+
+    monkeypatch.setattr(matching, "spec_shape_problems", counting)
+    built = policy("web")  # no uid, no resourceVersion: edited in memory, nothing to key on
+    assert implicit_priority(built, template()) == 1
+    built["spec"]["resourceSelectors"] = [selector(kind="StatefulSet")]
+    assert implicit_priority(built, template()) == 0
+    assert validated == ["x", "x"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from controllers.api import (
     ObjectReference,
 )
 from controllers.execution import (
+    APPLIED_DIGEST_ANNOTATION,
     Applied,
     contains,
     identifier_of,
@@ -23,6 +25,7 @@ from controllers.execution import (
     release_patch,
     retain_member_fields,
     status_patch,
+    with_digest,
     work_request,
 )
 from controllers.status import aggregated_items, fully_applied, interpreter_items
@@ -242,3 +245,27 @@ def test_work_status_is_written_only_when_it_changes() -> None:
     failed = status_patch(work, "cluster m1 is not ready", [], 1)
     assert failed is not None
     assert failed["manifestStatuses"] == [entry], "the last known state is kept"
+
+
+def test_no_update_without_a_record_when_the_object_says_it_was_written_from_the_manifest() -> None:
+    # A restarted process, or a standby taking over: no record, but the object carries it.
+    digest = manifest_digest(DEPLOYMENT)
+    desired = with_digest(copy.deepcopy(DEPLOYMENT), digest)
+    observed = _member()
+    observed["metadata"]["annotations"] = {APPLIED_DIGEST_ANNOTATION: digest}
+    assert not needs_update(retain_member_fields(desired, observed), observed, None, digest)
+
+    # Written from another manifest, or a value the manifest sets changed: written again.
+    observed["metadata"]["annotations"] = {APPLIED_DIGEST_ANNOTATION: "an older manifest"}
+    assert needs_update(retain_member_fields(desired, observed), observed, None, digest)
+    observed["metadata"]["annotations"] = {APPLIED_DIGEST_ANNOTATION: digest}
+    observed["spec"]["replicas"] = 5
+    assert needs_update(retain_member_fields(desired, observed), observed, None, digest)
+
+
+def test_a_released_object_loses_the_digest_annotation_too() -> None:
+    observed = _member()
+    observed["metadata"]["annotations"] = {APPLIED_DIGEST_ANNOTATION: "d", "theirs": "x"}
+    patch = release_patch(observed)
+    assert patch is not None
+    assert patch["metadata"]["annotations"] == {APPLIED_DIGEST_ANNOTATION: None}

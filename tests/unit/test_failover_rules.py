@@ -257,8 +257,15 @@ def test_a_task_without_creation_time_gets_one() -> None:
 
 @pytest.mark.parametrize(
     ("purge_mode", "kept"),
-    [("Gracefully", True), ("Never", True), (None, True), ("Directly", False)],
-    ids=["gracefully", "never", "unset", "directly"],
+    [
+        ("Gracefully", True),
+        ("Graciously", True),
+        ("Never", True),
+        (None, True),
+        ("Directly", False),
+        ("Immediately", False),
+    ],
+    ids=["gracefully", "graciously", "never", "unset", "directly", "immediately"],
 )
 def test_the_old_work_stays_during_an_eviction_unless_purged_directly(
     purge_mode: str | None, kept: bool

@@ -142,18 +142,33 @@ async def add_failover(stack: Stack, name: str, purge_mode: str) -> None:
     async def copied() -> bool:
         failover = (await binding(stack, name))["spec"].get("failover") or {}
         seconds = failover.get("application", {}).get("decisionConditions", {})
-        return seconds.get("tolerationSeconds") == TOLERATION
+        return bool(seconds.get("tolerationSeconds") == TOLERATION)
 
     await until(copied)
 
 
-async def evicted(stack: Stack, name: str, expected: dict[str, int]) -> dict[str, Any]:
-    async def moved() -> dict[str, Any] | None:
-        found = await tasks(stack, name)
-        return found[0] if found and await targets(stack, name) == expected else None
+async def first_eviction(stack: Stack, name: str, resource_version: str) -> dict[str, Any]:
+    """The first version of the binding with an eviction task, watched from
+    ``resource_version`` (a task may be dropped again sooner than a poll would see it)."""
+    with anyio.fail_after(TIMEOUT):
+        async with stack.host.watch(
+            RESOURCE_BINDING_GVK,
+            namespace=stack.namespace,
+            field_selector=f"metadata.name={name}-deployment",
+            resource_version=resource_version,
+        ) as events:
+            async for event in events:
+                found: dict[str, Any] = event.get("object") or {}
+                if event.get("type") == "MODIFIED" and found["spec"].get("gracefulEvictionTasks"):
+                    return found
+    raise AssertionError(f"the watch of {name}'s binding ended without an eviction")
 
-    task: dict[str, Any] = await until(moved)
-    assert [t["fromCluster"] for t in await tasks(stack, name)] == ["member1"]
+
+async def evicted(stack: Stack, name: str, resource_version: str) -> dict[str, Any]:
+    found = (await first_eviction(stack, name, resource_version))["spec"]
+    assert [t["fromCluster"] for t in found["gracefulEvictionTasks"]] == ["member1"]
+    assert "member1" not in [t["name"] for t in found.get("clusters") or []]
+    task: dict[str, Any] = found["gracefulEvictionTasks"][0]
     assert task["reason"] == "ApplicationFailure"
     assert task["producer"] == RESOURCE_BINDING_PRODUCER
     return task
@@ -176,15 +191,17 @@ async def test_an_unhealthy_application_fails_over(joined: Environment, namespac
             group.start_soon(_flink, stack)
 
 
-async def _fail_member1(stack: Stack, name: str, purge_mode: str) -> float:
+async def _fail_member1(stack: Stack, name: str, purge_mode: str) -> tuple[float, str]:
+    """Add the failover, make member1's copy Unhealthy; when, and the binding's version then."""
     await add_failover(stack, name, purge_mode)
+    version = str((await binding(stack, name))["metadata"]["resourceVersion"])
     await write_status(stack, "member1", name, ready=False)
-    return anyio.current_time()
+    return anyio.current_time(), version
 
 
 async def _web(stack: Stack) -> None:
-    failed = await _fail_member1(stack, "web", "Gracefully")
-    task = await evicted(stack, "web", {"member2": 3})
+    failed, version = await _fail_member1(stack, "web", "Gracefully")
+    task = await evicted(stack, "web", version)
     # The timer starts when the controller sees the Unhealthy status, after the write.
     assert anyio.current_time() - failed >= TOLERATION
     assert task["purgeMode"] == "Gracefully"
@@ -192,6 +209,7 @@ async def _web(stack: Stack) -> None:
     assert task["replicas"] == 2
     assert task["preservedLabelState"] == {ALIAS: "2"}
     assert task["clustersBeforeFailover"] == ["member1", "member2"]
+    await until(lambda: _targets_are(stack, "web", {"member2": 3}))
     member2 = await until(lambda: member2_has(stack, "web", 3))
     await write_status(stack, "member2", "web", ready=True)
     assert ALIAS not in member2["metadata"].get("labels", {}), "member2 ran it before the failover"
@@ -204,13 +222,17 @@ async def _web(stack: Stack) -> None:
     assert await targets(stack, "web") == {"member2": 3}
 
 
+async def _targets_are(stack: Stack, name: str, expected: dict[str, int]) -> bool:
+    return await targets(stack, name) == expected
+
+
 async def _gone(stack: Stack, cluster: str, name: str) -> bool:
     return await stack.member_deployment(cluster, name) is None
 
 
 async def _solo(stack: Stack) -> None:
-    failed = await _fail_member1(stack, "solo", "Gracefully")
-    await evicted(stack, "solo", {"member2": 1})
+    failed, version = await _fail_member1(stack, "solo", "Gracefully")
+    await evicted(stack, "solo", version)
     assert anyio.current_time() - failed >= TOLERATION
     await until(lambda: member2_has(stack, "solo", 1))
     # member2's new copy is not healthy yet: the old Work, its copy and the task stay.
@@ -227,8 +249,8 @@ async def _solo(stack: Stack) -> None:
 
 
 async def _flink(stack: Stack) -> None:
-    await _fail_member1(stack, "flink", "Immediately")
-    task = await evicted(stack, "flink", {"member2": 1})
+    _, version = await _fail_member1(stack, "flink", "Immediately")
+    task = await evicted(stack, "flink", version)
     assert task["purgeMode"] == "Immediately"
     assert task["preservedLabelState"] == {ALIAS: "1"}
     assert task["clustersBeforeFailover"] == ["member1"]

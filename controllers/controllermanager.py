@@ -4,9 +4,9 @@
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
 status, workload-rebalancer, namespace, dependencies-distributor, cluster-taint-policy,
-taint-manager, graceful-eviction; ``webhook`` (Karmada's admission webhook) only when named.
-``run_controller_manager`` is
-what ``reconcile controller-manager`` runs.
+taint-manager, graceful-eviction, application-failover; ``webhook`` (Karmada's admission
+webhook) only when named. ``run_controller_manager`` is what ``reconcile controller-manager``
+runs.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "cluster-taint-policy": _lazy("controllers.taint:setup"),
     "taint-manager": _lazy("controllers.eviction.taintmanager:setup"),
     "graceful-eviction": _lazy("controllers.eviction.graceful:setup"),
+    "application-failover": _lazy("controllers.eviction.applicationfailover:setup"),
 }
 
 DISABLED_BY_DEFAULT: Final = frozenset({"webhook"})

@@ -192,6 +192,7 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "cluster-taint-policy": "controllers.taint.controller:PERMISSIONS",
     "taint-manager": "controllers.eviction.taintmanager:PERMISSIONS",
     "graceful-eviction": "controllers.eviction.graceful:PERMISSIONS",
+    "application-failover": "controllers.eviction.applicationfailover:PERMISSIONS",
 }
 # Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
 

@@ -60,6 +60,8 @@ from controllers.binding.names import binding_id_label, binding_id_of
 from controllers.binding.overrides import OverrideError
 from controllers.binding.workload import build_work, build_workload
 from controllers.context import Context
+from controllers.eviction.preservation import injected_labels
+from controllers.eviction.task import purges_at_once
 from controllers.interpreter import Interpreter, InterpreterError, KindFilter, NotSupported
 from controllers.rbac import Permissions, Rule
 from reconcile import (
@@ -170,13 +172,14 @@ def _finalizer(binding: Mapping[str, Any]) -> str:
 
 def _kept_clusters(binding: Mapping[str, Any]) -> set[str]:
     """Clusters whose Works stay: targets and clusters still being gracefully evicted (an
-    eviction with purge mode Directly deletes the old Work at once, as in Karmada)."""
+    eviction with purge mode Directly or Immediately deletes the old Work at once, as in
+    Karmada)."""
     spec = binding_spec(binding)
     kept = {t.get("name", "") for t in work_target_clusters(binding)}
     kept |= {
         str(t.get("fromCluster", ""))
         for t in spec.get("gracefulEvictionTasks") or []
-        if t.get("purgeMode") != "Directly"
+        if not purges_at_once(t.get("purgeMode"))
     }
     return kept - {""}
 
@@ -357,6 +360,10 @@ class BindingController:
         cluster = await self._cluster(target.get("name", ""))
         if cluster is None:
             return False
+        # Karmada's injectReservedLabelState: a failover's preserved state on the new cluster.
+        preserved = injected_labels(
+            binding_spec(binding), target.get("name", ""), len(work_target_clusters(binding))
+        )
         workload = build_workload(
             template,
             binding,
@@ -364,6 +371,7 @@ class BindingController:
             revised=await self._revised(binding, template, target),
             cluster_override_policies=cluster_overrides,
             override_policies=overrides,
+            preserved_labels=preserved,
         )
         return await self._write(build_work(binding, workload))
 

@@ -4,7 +4,9 @@
 
 1. copy the template, or the already revised copy the caller got from ReviseReplica;
 2. apply the override policies for the cluster (``overrides``);
-3. label it with the binding id and annotate it with the binding's namespace/name;
+3. label it with the binding id and annotate it with the binding's namespace/name, and with the
+   state a failover preserved for this cluster (``preserved_labels``, see
+   controllers.eviction.preservation);
 4. label it ``karmada.io/managed=true``; annotate the template uid, the Work name and namespace,
    and ``work.karmada.io/conflict-resolution`` (the template's own valid annotation wins over the
    binding's ``conflictResolution``: Overwrite → overwrite, otherwise abort);
@@ -138,10 +140,12 @@ def build_workload(
     revised: Mapping[str, Any] | None = None,
     cluster_override_policies: Sequence[Mapping[str, Any]] = (),
     override_policies: Sequence[Mapping[str, Any]] = (),
+    preserved_labels: Mapping[str, str] | None = None,
 ) -> ClusterWorkload:
     """The manifest of ``template`` for the member ``cluster`` (a Cluster object).
 
     ``revised`` is the template after ReviseReplica for this cluster, when the caller revised it.
+    ``preserved_labels`` are the labels a failover's eviction task preserved for this cluster.
     Neither ``template`` nor ``revised`` is changed.
 
     Raises:
@@ -157,6 +161,7 @@ def build_workload(
     manifest = result.manifest
     _merge(manifest, "labels", _binding_labels(binding))
     _merge(manifest, "annotations", _binding_annotations(binding))
+    _merge(manifest, "labels", preserved_labels or {})
     cluster_name = name_of(cluster)
     _merge(manifest, "labels", {MANAGED_LABEL: MANAGED_LABEL_VALUE})
     work_annotations = {

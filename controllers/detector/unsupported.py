@@ -30,7 +30,6 @@ def _set(field: str) -> Check:
 # Remove an entry when a controller starts acting on its field.
 _UNSUPPORTED: Final[Mapping[str, Check]] = {
     "spec.association": _set("association"),
-    "spec.failover": _set("failover"),
     "spec.schedulePriority": _set("schedulePriority"),
 }
 

@@ -5,8 +5,9 @@ here one controller over both). A binding is looked at only once the scheduler h
 generation (``status.schedulerObservedGeneration``), so a task is never judged against a placement
 that is not the new one yet. Each task (``assess_tasks``) is dropped when its ``suppressDeletion``
 is false, when its time is up (``gracePeriodSeconds``, else ``--graceful-eviction-timeout``,
-counted from ``creationTimestamp``), or when every cluster of ``spec.clusters`` reports the
-resource Healthy in ``status.aggregatedStatus``; it is kept while ``suppressDeletion`` is true or
+counted from ``creationTimestamp``), or when every cluster of ``spec.clusters`` (not empty: no
+new placement yet is not a healthy one) reports the resource Healthy in
+``status.aggregatedStatus``; it is kept while ``suppressDeletion`` is true or
 its purge mode is Never. Dropping the task lets the binding controller delete the old cluster's
 Work. A task without ``creationTimestamp`` gets one. The binding is looked at again when the
 next task times out (at most a tenth of the timeout later), and on every status change.
@@ -98,7 +99,8 @@ def _parse(text: str | None) -> datetime | None:
 def _all_healthy(spec: Mapping[str, Any], items: Sequence[AggregatedStatusItem]) -> bool:
     health = {item.get("clusterName"): item.get("health") for item in items}
     targets = spec.get("clusters") or []
-    return all(health.get(t.get("name")) == "Healthy" for t in targets)
+    # No new placement (nowhere left to go, or not scheduled yet) is not a healthy one.
+    return bool(targets) and all(health.get(t.get("name")) == "Healthy" for t in targets)
 
 
 def _held(task: GracefulEvictionTask) -> bool | None:

@@ -6,10 +6,13 @@ ClusterResourceBinding scheduled there is checked against the ``clusterToleratio
 placement it was scheduled with (the ``policy.karmada.io/applied-placement`` annotation, else
 ``spec.placement``); one that does not tolerate a taint, or whose ``tolerationSeconds`` ran out,
 is evicted with ``task.evict`` (reason ``TaintUntolerated``, producer ``TaintManager``, purge
-mode from ``--no-execute-taint-eviction-purge-mode``) and gets a Normal Event
+mode from the binding's ``spec.failover.cluster`` when set — its ``purgeMode``, default
+Gracefully, and ``preservedLabelState`` from its ``statePreservation`` rules against the cluster's
+collected status — else from ``--no-execute-taint-eviction-purge-mode``) and gets a Normal Event
 ``EvictWorkloadFromClusterSucceed`` (Warning ``EvictWorkloadFromClusterFailed`` when the write
-fails). The Cluster is looked at again when the shortest toleration left runs out, and every
-``RETRY_FREQUENCY`` seconds while it stays tainted, as Karmada's does.
+fails, or the state to preserve cannot be extracted). The Cluster is looked at again when the
+shortest toleration left runs out, and every ``RETRY_FREQUENCY`` seconds while it stays tainted,
+as Karmada's does.
 """
 
 from __future__ import annotations
@@ -29,14 +32,19 @@ from controllers.api import (
     TARGET_CLUSTER_INDEX,
     Toleration,
     binding_spec,
+    binding_status,
     cluster_spec,
     target_cluster_names,
 )
 from controllers.context import Context
 from controllers.eviction.options import FailoverOptions
+from controllers.eviction.preservation import StatePreservationError, preserved_label_state
 from controllers.eviction.task import (
     EVICTION_PRODUCER_TAINT_MANAGER,
     EVICTION_REASON_TAINT_UNTOLERATED,
+    PURGE_MODE_GRACEFULLY,
+    PURGE_MODES,
+    PurgeMode,
     evict,
 )
 from controllers.eviction.tolerations import no_execute_verdict
@@ -57,7 +65,15 @@ from reconcile import (
     is_being_deleted,
 )
 
-__all__ = ["CONTROLLER_NAME", "PERMISSIONS", "RETRY_FREQUENCY", "TaintManager", "setup"]
+__all__ = [
+    "CONTROLLER_NAME",
+    "PERMISSIONS",
+    "RETRY_FREQUENCY",
+    "TaintManager",
+    "cluster_failover_of",
+    "purge_mode_for",
+    "setup",
+]
 
 CONTROLLER_NAME: Final = "taint-manager"
 RETRY_FREQUENCY: Final = 10.0
@@ -97,6 +113,23 @@ def tolerations_of(binding: Mapping[str, Any]) -> list[Toleration]:
         placement = binding_spec(binding).get("placement") or {}
     tolerations = placement.get("clusterTolerations") or []
     return [t for t in tolerations if isinstance(t, Mapping)]  # type: ignore[misc]
+
+
+def cluster_failover_of(binding: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The binding's ``spec.failover.cluster`` (Karmada's ClusterFailoverBehavior), None when
+    unset."""
+    behavior = (binding_spec(binding).get("failover") or {}).get("cluster")
+    return behavior if isinstance(behavior, Mapping) else None
+
+
+def purge_mode_for(binding: Mapping[str, Any], default: PurgeMode) -> PurgeMode:
+    """The purge mode of a taint eviction: ``spec.failover.cluster.purgeMode`` when the binding
+    has one (unset: Gracefully), else ``default`` (the flag), as Karmada's getPurgeMode."""
+    behavior = cluster_failover_of(binding)
+    if behavior is None:
+        return default
+    mode = behavior.get("purgeMode")
+    return mode if mode in PURGE_MODES else PURGE_MODE_GRACEFULLY
 
 
 class TaintManager:
@@ -146,7 +179,20 @@ class TaintManager:
         await self._evict(binding, cluster, taint_text(verdict.taint or {}))
         return None
 
+    def _preserved(self, binding: Obj, cluster: str) -> dict[str, str] | None:
+        behavior = cluster_failover_of(binding) or {}
+        aggregated = binding_status(binding).get("aggregatedStatus") or []
+        try:
+            return preserved_label_state(behavior.get("statePreservation"), aggregated, cluster)
+        except StatePreservationError as error:
+            text = f"Evict from cluster {cluster} failed: {error}"
+            self.recorder.event(binding, "Warning", "EvictWorkloadFromClusterFailed", text)
+            return None
+
     async def _evict(self, binding: Obj, cluster: str, taint: str) -> None:
+        state = self._preserved(binding, cluster)
+        if state is None:
+            return  # the next pass (RETRY_FREQUENCY) tries again
         updated = copy.deepcopy(binding)
         message = f"cluster {cluster} has taint {{{taint}}} the placement does not tolerate"
         evict(
@@ -154,8 +200,10 @@ class TaintManager:
             cluster,
             reason=EVICTION_REASON_TAINT_UNTOLERATED,
             producer=EVICTION_PRODUCER_TAINT_MANAGER,
-            purge_mode=self.options.no_execute_taint_eviction_purge_mode,
+            purge_mode=purge_mode_for(binding, self.options.no_execute_taint_eviction_purge_mode),
             message=message,
+            preserved_label_state=state,
+            clusters_before_failover=target_cluster_names(binding) if state else None,
         )
         try:
             await self.client.update(updated)

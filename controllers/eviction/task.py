@@ -24,14 +24,18 @@ __all__ = [
     "PURGE_MODES",
     "PURGE_MODE_DIRECTLY",
     "PURGE_MODE_GRACEFULLY",
+    "PURGE_MODE_GRACIOUSLY",
+    "PURGE_MODE_IMMEDIATELY",
     "PURGE_MODE_NEVER",
+    "TASK_PURGE_MODES",
     "PurgeMode",
     "evict",
     "evicting_clusters",
+    "purges_at_once",
     "timestamp",
 ]
 
-PurgeMode = Literal["Directly", "Gracefully", "Never"]
+PurgeMode = Literal["Directly", "Gracefully", "Never", "Immediately", "Graciously"]
 PURGE_MODE_DIRECTLY: Final = "Directly"
 """The old copy goes at once: its Work is deleted without waiting for the new placement."""
 PURGE_MODE_GRACEFULLY: Final = "Gracefully"
@@ -39,6 +43,12 @@ PURGE_MODE_GRACEFULLY: Final = "Gracefully"
 PURGE_MODE_NEVER: Final = "Never"
 """The old copy stays until someone sets the task's ``suppressDeletion`` to false."""
 PURGE_MODES: Final = (PURGE_MODE_DIRECTLY, PURGE_MODE_GRACEFULLY, PURGE_MODE_NEVER)
+PURGE_MODE_IMMEDIATELY: Final = "Immediately"
+"""Karmada's name for Directly in application failover (the policy's ``purgeMode``)."""
+PURGE_MODE_GRACIOUSLY: Final = "Graciously"
+"""Karmada's name for Gracefully in application failover (its default there)."""
+TASK_PURGE_MODES: Final = (*PURGE_MODES, PURGE_MODE_IMMEDIATELY, PURGE_MODE_GRACIOUSLY)
+"""Every purge mode a task may carry: the binding CRD accepts both spellings, as Karmada's does."""
 
 # Karmada's names (pkg/apis/work/v1alpha2 well-known constants).
 EVICTION_REASON_TAINT_UNTOLERATED: Final = "TaintUntolerated"
@@ -55,6 +65,11 @@ def evicting_clusters(spec: Mapping[str, Any]) -> set[str]:
     """The clusters a binding spec has eviction tasks for."""
     tasks = spec.get("gracefulEvictionTasks") or []
     return {str(task.get("fromCluster", "")) for task in tasks if isinstance(task, Mapping)}
+
+
+def purges_at_once(mode: object) -> bool:
+    """Whether a task's purge mode deletes the old copy without waiting (Directly, Immediately)."""
+    return mode in (PURGE_MODE_DIRECTLY, PURGE_MODE_IMMEDIATELY)
 
 
 def evict(
@@ -82,10 +97,11 @@ def evict(
         Whether ``spec`` changed.
 
     Raises:
-        ValueError: ``purge_mode`` is not one of ``PURGE_MODES``.
+        ValueError: ``purge_mode`` is not one of ``TASK_PURGE_MODES``.
     """
-    if purge_mode not in PURGE_MODES:
-        raise ValueError(f"purge mode must be one of {', '.join(PURGE_MODES)}, got {purge_mode!r}")
+    if purge_mode not in TASK_PURGE_MODES:
+        known = ", ".join(TASK_PURGE_MODES)
+        raise ValueError(f"purge mode must be one of {known}, got {purge_mode!r}")
     targets = list(spec.get("clusters") or [])
     evicted = next((t for t in targets if t.get("name") == cluster), None)
     if evicted is None:

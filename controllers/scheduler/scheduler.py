@@ -237,12 +237,11 @@ def placement_changed(binding: Mapping[str, Any]) -> bool:
 def replicas_changed(binding: Mapping[str, Any]) -> bool:
     """Whether ``spec.replicas`` no longer matches ``spec.clusters`` (a scale needs rescheduling).
 
-    Duplicated: some cluster runs a different count; Divided: the counts no longer add up.
+    Duplicated: some cluster runs a different count; Divided: the counts no longer add up, also
+    when no target is left (every one evicted), as Karmada's IsBindingReplicasChanged.
     """
     spec = binding_spec(binding)
     replicas, targets = spec.get("replicas", 0), target_clusters(binding)
-    if not targets:
-        return False
     counts = [t.get("replicas", 0) for t in targets]
     if replica_scheduling_type_of(spec.get("placement")) == DUPLICATED:
         return any(count != replicas for count in counts)

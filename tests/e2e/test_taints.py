@@ -169,7 +169,10 @@ async def _while_member2_is_down(stack: Stack, stopping: float) -> None:
     await stack.host.create(new_policy("late", ns, "late"))
 
     async def late_on_member1() -> bool:
-        return await targets(stack, "late") == {"member1": 3}
+        try:
+            return await targets(stack, "late") == {"member1": 3}
+        except NotFound:
+            return False  # the detector has not made the binding yet
 
     await until(late_on_member1)
     member1_late = await stack.member_deployment("member1", "late")

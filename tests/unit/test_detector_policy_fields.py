@@ -93,9 +93,14 @@ def test_waiting_templates_are_enqueued_by_the_override_they_wait_for() -> None:
             id="tolerationSeconds: the taint manager's",
         ),
         pytest.param(
-            {"association": True, "failover": {"application": {}}},
-            ["spec.association", "spec.failover"],
+            {"schedulePriority": {"priorityClassName": "high"}, "association": True},
+            ["spec.association", "spec.schedulePriority"],
             id="several, sorted",
+        ),
+        pytest.param(
+            {"failover": {"application": {"decisionConditions": {}}, "cluster": {}}},
+            [],
+            id="failover: application failover and the taint manager's",
         ),
         pytest.param(
             {"activationPreference": "Lazy", "dependentOverrides": ["a"]},

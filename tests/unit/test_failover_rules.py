@@ -232,6 +232,13 @@ def test_a_task_without_status_of_the_new_cluster_waits() -> None:
     assert assess_tasks(spec(task), healthy("m2"), 600, now=NOW).kept == [task]
 
 
+def test_a_task_without_a_new_placement_waits() -> None:
+    # Every target evicted and nothing rescheduled yet (or nowhere to go): not healthy.
+    task = {"fromCluster": "m1", "creationTimestamp": ago(1)}
+    alone = {"clusters": [], "gracefulEvictionTasks": [task]}
+    assert assess_tasks(alone, healthy("m1"), 600, now=NOW).kept == [task]
+
+
 @pytest.mark.parametrize(
     ("task", "kept"),
     [
@@ -257,8 +264,15 @@ def test_a_task_without_creation_time_gets_one() -> None:
 
 @pytest.mark.parametrize(
     ("purge_mode", "kept"),
-    [("Gracefully", True), ("Never", True), (None, True), ("Directly", False)],
-    ids=["gracefully", "never", "unset", "directly"],
+    [
+        ("Gracefully", True),
+        ("Graciously", True),
+        ("Never", True),
+        (None, True),
+        ("Directly", False),
+        ("Immediately", False),
+    ],
+    ids=["gracefully", "graciously", "never", "unset", "directly", "immediately"],
 )
 def test_the_old_work_stays_during_an_eviction_unless_purged_directly(
     purge_mode: str | None, kept: bool

@@ -327,6 +327,13 @@ def test_the_applied_placement_annotation_round_trips() -> None:
             id="divided sums after a scale need rescheduling",
         ),
         pytest.param({}, 3, {}, False, id="an unscheduled binding has nothing to compare"),
+        pytest.param(
+            {"replicaScheduling": DYNAMIC},
+            1,
+            {},
+            True,
+            id="divided with every target evicted needs rescheduling",
+        ),
     ],
 )
 def test_replicas_changed(

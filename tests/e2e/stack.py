@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 
+from controllers.api import RESOURCE_BINDING_GVK
 from controllers.cluster import ClusterStatusOptions, clusters_ready
 from controllers.context import Context
 from controllers.controllermanager import build
+from controllers.workloadrebalancer import parse_time
 from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
 from testenv import ControlPlane, Environment, eventually
 from tests.builders import deployment, deployment_selector, propagation_policy, weighted
@@ -147,3 +150,16 @@ def new_policy(name: str, namespace: str, target: str, **placement: Any) -> dict
     return propagation_policy(
         name, namespace, deployment_selector(target), {**default, **placement}
     )
+
+
+async def after_last_schedule(stack: Stack, binding_name: str) -> None:
+    """Wait until a second has passed since the binding was last scheduled."""
+    # Timestamps have second precision: a rebalancer created in the second of the last
+    # scheduling would not be after it (Karmada compares them alike).
+    binding = await stack.host.get(RESOURCE_BINDING_GVK, binding_name, namespace=stack.namespace)
+    last = parse_time(binding["status"]["lastScheduledTime"])
+
+    async def passed() -> bool:
+        return datetime.now(UTC) >= last + timedelta(seconds=1)
+
+    await eventually(passed, timeout=5)

@@ -10,7 +10,7 @@ from controllers.api import RESOURCE_BINDING_GVK, WORKLOAD_REBALANCER_GVK
 from controllers.workloadrebalancer import parse_time
 from reconcile import NotFound
 from testenv import Environment, eventually
-from tests.e2e.stack import Stack, new_deployment, new_policy, running
+from tests.e2e.stack import Stack, after_last_schedule, new_deployment, new_policy, running
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
@@ -36,25 +36,13 @@ async def _skew(stack: Stack, binding_name: str) -> None:
     await stack.wait_replicas("nginx", {"member1": 1, "member2": 2})
 
 
-async def _after_last_schedule(stack: Stack, binding_name: str) -> None:
-    # Timestamps have second precision: a rebalancer created in the second of the last
-    # scheduling would not be after it (Karmada compares them alike).
-    binding = await stack.host.get(RESOURCE_BINDING_GVK, binding_name, namespace=stack.namespace)
-    last = parse_time(binding["status"]["lastScheduledTime"])
-
-    async def passed() -> bool:
-        return datetime.now(UTC) >= last + timedelta(seconds=1)
-
-    await eventually(passed, timeout=5)
-
-
 async def _rebalancer_restores_the_split(stack: Stack) -> None:
     ns, rebalancer_name = stack.namespace, f"rebalance-{stack.namespace}"
     await stack.host.create(new_deployment("nginx", ns, 3))
     await stack.host.create(new_policy("nginx", ns, "nginx"))
     await stack.wait_replicas("nginx", {"member1": 2, "member2": 1})
     await _skew(stack, "nginx-deployment")
-    await _after_last_schedule(stack, "nginx-deployment")
+    await after_last_schedule(stack, "nginx-deployment")
 
     created = await stack.host.create(
         {

@@ -18,13 +18,25 @@ from typing import Any
 import anyio
 import pytest
 
-from controllers.api import CLUSTER_GVK, CLUSTER_TAINT_POLICY_GVK, RESOURCE_BINDING_GVK
+from controllers.api import (
+    CLUSTER_GVK,
+    CLUSTER_TAINT_POLICY_GVK,
+    RESOURCE_BINDING_GVK,
+    WORKLOAD_REBALANCER_GVK,
+)
 from controllers.cluster import ClusterHealthOptions, ClusterStatusOptions
 from controllers.cluster.status import PROBE_TIMEOUT
 from controllers.eviction.options import FailoverOptions
 from reconcile import NotFound, get_condition
 from testenv import Environment, eventually
-from tests.e2e.stack import DEPLOYMENT, Stack, new_deployment, new_policy, running
+from tests.e2e.stack import (
+    DEPLOYMENT,
+    Stack,
+    after_last_schedule,
+    new_deployment,
+    new_policy,
+    running,
+)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
@@ -144,6 +156,18 @@ async def _failover(stack: Stack, down: list[bool]) -> None:
 
     await until(deleted, timeout=90)
     assert await targets(stack, "web") == {"member1": 3}
+
+    # Karmada does not move it back by itself; a WorkloadRebalancer schedules it afresh: 2:1.
+    await after_last_schedule(stack, "web-deployment")
+    workload = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": "web"}
+    rebalancer = {
+        "apiVersion": WORKLOAD_REBALANCER_GVK.api_version,
+        "kind": WORKLOAD_REBALANCER_GVK.kind,
+        "metadata": {"name": f"rebalance-{ns}"},
+        "spec": {"workloads": [workload], "ttlSecondsAfterFinished": 0},
+    }
+    await stack.host.create(rebalancer)
+    await stack.wait_replicas("web", {"member1": 2, "member2": 1})
 
 
 async def _while_member2_is_down(stack: Stack, stopping: float) -> None:

@@ -4,7 +4,6 @@ demo and the operator commands (taint, cordon, uncordon, unjoin, get)."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from controllers.cluster.health import ClusterHealthOptions
 from controllers.cluster.registry import MemberOptions
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.commands.cli import add_command_parsers
+from controllers.duration import parse_duration
 from controllers.eviction.options import FailoverOptions
 from controllers.eviction.task import PURGE_MODES
 from controllers.interpreter.cli import add_interpret_parser
@@ -33,21 +33,6 @@ from reconcile.webhook import DEFAULT_CERT_DIR
 from testenv.cli import add_testenv_parser
 
 __all__ = ["main"]
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
-_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
-def _duration(text: str) -> float:
-    """Seconds from a Go duration (``30s``, ``1m30s``, ``500ms``) or a plain number of seconds."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30s, 1m, 500ms)")
-    return sum(float(number) * _SECONDS[unit] for number, unit in parts)
 
 
 def _member_kubeconfigs(values: Sequence[str]) -> dict[str, Path]:
@@ -76,9 +61,9 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
     parser.add_argument("--leader-elect", action="store_true")
     parser.add_argument("--leader-elect-resource-namespace", default="karmada-system")
     # component-base's LeaderElectionConfiguration flags, as Karmada's controller-manager has them.
-    parser.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0)
-    parser.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0)
-    parser.add_argument("--leader-elect-retry-period", type=_duration, default=2.0)
+    parser.add_argument("--leader-elect-lease-duration", type=parse_duration, default=15.0)
+    parser.add_argument("--leader-elect-renew-deadline", type=parse_duration, default=10.0)
+    parser.add_argument("--leader-elect-retry-period", type=parse_duration, default=2.0)
     parser.add_argument(
         "--member-kubeconfig",
         action="append",
@@ -153,19 +138,19 @@ def _add_cluster_status_flags(parser: argparse.ArgumentParser) -> None:
     defaults = ClusterStatusOptions()
     parser.add_argument(
         "--cluster-status-update-frequency",
-        type=_duration,
+        type=parse_duration,
         default=defaults.update_frequency,
         help="how often each member is probed (default 10s)",
     )
     parser.add_argument(
         "--cluster-failure-threshold",
-        type=_duration,
+        type=parse_duration,
         default=defaults.failure_threshold,
         help="how long a member must fail its probes before it is not Ready (default 30s)",
     )
     parser.add_argument(
         "--cluster-success-threshold",
-        type=_duration,
+        type=parse_duration,
         default=defaults.success_threshold,
         help="how long a member must pass its probes before it is Ready again (default 30s)",
     )
@@ -191,20 +176,20 @@ def _add_failover_flags(parser: argparse.ArgumentParser) -> None:
     health = ClusterHealthOptions()
     parser.add_argument(
         "--cluster-monitor-period",
-        type=_duration,
+        type=parse_duration,
         default=health.monitor_period,
         help="how often the cluster controller checks that members are reported on (default 5s)",
     )
     parser.add_argument(
         "--cluster-monitor-grace-period",
-        type=_duration,
+        type=parse_duration,
         default=health.grace_period,
         help="how long a member's status and Lease may stand still before Ready is Unknown "
         "(default 40s)",
     )
     parser.add_argument(
         "--cluster-startup-grace-period",
-        type=_duration,
+        type=parse_duration,
         default=health.startup_grace_period,
         help="the same for a Cluster that never had a Ready condition, from its creation "
         "(default 1m)",
@@ -228,7 +213,7 @@ def _add_failover_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--graceful-eviction-timeout",
-        type=_duration,
+        type=parse_duration,
         default=failover.graceful_eviction_timeout,
         help="how long an eviction task waits for the new placement to be healthy (default 10m)",
     )

@@ -10,17 +10,16 @@ and exits 1 (flag errors are argparse's: usage and exit 2).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
 
+from controllers.duration import parse_duration
+
 __all__ = ["add_command_parsers"]
 
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
-_SECONDS: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 _TAINT_HELP: Final = """\
 Update the taints on one or more clusters (karmadactl taint).
@@ -39,18 +38,6 @@ examples:
   reconcile taint foo dedicated-
   reconcile taint clusters foo bar:NoExecute
 """
-
-
-def _duration(text: str) -> float:
-    """Seconds from a Go duration (``60s``, ``2m``, ``1m30s``) or a plain number of seconds."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 60s, 2m)")
-    return sum(float(number) * _SECONDS[unit] for number, unit in parts)
 
 
 def _host_flags(parser: argparse.ArgumentParser) -> None:
@@ -203,7 +190,7 @@ def _add_unjoin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     parser.add_argument(
         "--wait",
-        type=_duration,
+        type=parse_duration,
         default=60.0,
         help="how long to wait for the Cluster to be gone before giving up (default 60s)",
     )

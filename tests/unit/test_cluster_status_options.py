@@ -6,8 +6,9 @@ import argparse
 
 import pytest
 
-from controllers.cli import _cluster_status, _duration, _parser
+from controllers.cli import _cluster_status, _parser
 from controllers.cluster import ClusterStatusOptions
+from controllers.duration import parse_duration
 
 
 @pytest.mark.parametrize(
@@ -15,13 +16,13 @@ from controllers.cluster import ClusterStatusOptions
     [("10s", 10.0), ("1m30s", 90.0), ("500ms", 0.5), ("1h", 3600.0), ("2.5", 2.5), ("0", 0.0)],
 )
 def test_durations_read_like_go(text: str, seconds: float) -> None:
-    assert _duration(text) == seconds
+    assert parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "10x", "s", "10s junk", "-"])
 def test_what_is_no_duration_says_so(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="not a duration"):
-        _duration(text)
+        parse_duration(text)
 
 
 def test_defaults_are_karmadas() -> None:

@@ -50,9 +50,9 @@ def test_an_unusable_kubeconfig_is_one_line_and_exit_1(capsys: pytest.CaptureFix
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90.0), ("1m30s", 90.0), ("500ms", 0.5)])
 def test_unjoin_wait_takes_go_durations(text: str, seconds: float) -> None:
-    from controllers.commands.cli import _duration
+    from controllers.cli import _parser
 
-    assert _duration(text) == seconds
+    assert _parser().parse_args(["unjoin", "m1", "--wait", text]).wait == seconds
 
 
 def test_a_bad_wait_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

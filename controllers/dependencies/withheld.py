@@ -54,8 +54,7 @@ class Withheld:
 
 
 def describe(ref: DependentObjectReference) -> str:
-    """``Secret web-secret`` (``Secret ns/web-secret`` outside the binding's namespace is the
-    caller's to add), or ``ConfigMap selected by {...}`` for a selector."""
+    """``Secret ns/web-secret``, or ``ConfigMap selected by {...} in ns`` for a selector."""
     if ref.name:
         where = f"{ref.namespace}/" if ref.namespace else ""
         return f"{ref.kind} {where}{ref.name}"

@@ -21,6 +21,7 @@ from controllers.api import (
     RESOURCE_BINDING_PERMANENT_ID_LABEL,
     crd_paths,
 )
+from controllers.binding.controller import WORKS_SYNCED_CONDITION, BindingController
 from controllers.dependencies import DEPENDENCIES_ANNOTATION, DependenciesDistributor
 from controllers.dependencies.withheld import (
     DEPENDENCY_FORBIDDEN_REASON,
@@ -40,6 +41,7 @@ from reconcile import (
     Request,
     Result,
     WorkQueue,
+    get_condition,
 )
 from testenv import FakeClient, eventually
 
@@ -324,3 +326,34 @@ async def test_a_refusal_from_the_apiserver_is_withheld_too() -> None:
         assert await env.attached("web-config-configmap") is not None
         (event,) = await env.events(DEPENDENCY_FORBIDDEN_REASON)
         assert "get secrets" in event["message"]
+
+
+async def test_the_binding_controller_does_not_read_a_forbidden_template() -> None:
+    # An attached binding of a Secret made while Secrets were granted: its Works are kept and
+    # WorksSynced names the permission, with no request for the Secret.
+    attached = {
+        "apiVersion": RESOURCE_BINDING_GVK.api_version,
+        "kind": RESOURCE_BINDING_GVK.kind,
+        "metadata": {"name": "web-secret-secret", "namespace": NS},
+        "spec": {
+            "resource": {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "name": "web-secret",
+                "namespace": NS,
+            },
+            "requiredBy": [
+                {"namespace": NS, "name": "web-deployment", "clusters": [{"name": "m1"}]}
+            ],
+        },
+    }
+    async with host(kinds=_denying_secrets(), extra=(attached,)) as env:
+        client = env.distributor.client
+        controller = BindingController(client, Interpreter(), env.distributor.recorder, env.kinds)
+        assert await controller.reconcile(Request("web-secret-secret", NS)) is None
+        assert env.fake.secret_reads == []
+        written = await env.fake.get(RESOURCE_BINDING_GVK, "web-secret-secret", namespace=NS)
+        condition = get_condition(written, WORKS_SYNCED_CONDITION)
+        assert condition is not None
+        assert condition["status"] == "False"
+        assert "RBAC does not allow get secrets" in condition["message"]

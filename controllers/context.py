@@ -9,6 +9,8 @@ host (``manager.client`` reads from the cache, ``manager.api_reader`` reads live
 dependencies). ``context.cluster_status`` holds the probe frequency and the Ready thresholds of the
 cluster-status controller, ``context.cluster_health`` the cluster controller's health monitor
 periods, ``context.failover`` the taint-eviction and graceful-eviction settings.
+``context.permitted_kinds`` is which kinds RBAC lets this process use as templates, as the
+detector's discovery last found (``controllers.permittedkinds``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from controllers.cluster.registry import MemberRegistry
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.facade import Interpreter
+from controllers.permittedkinds import PermittedKinds
 from reconcile import EventRecorder, Manager
 
 __all__ = ["Context"]
@@ -35,6 +38,7 @@ class Context:
     cluster_status: ClusterStatusOptions = field(default_factory=ClusterStatusOptions)
     cluster_health: ClusterHealthOptions = field(default_factory=ClusterHealthOptions)
     failover: FailoverOptions = field(default_factory=FailoverOptions)
+    permitted_kinds: PermittedKinds = field(default_factory=PermittedKinds)
 
     def recorder(self, controller: str) -> EventRecorder:
         """An EventRecorder for ``controller`` (events on templates, bindings, Works, Clusters)."""

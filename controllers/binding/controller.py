@@ -12,10 +12,15 @@ clusters no longer targeted are deleted (found by the binding id label). A delet
 Works deleted, then its finalizer removed.
 
 A cluster whose overrides or ReviseReplica fail keeps its current Work; the failure is an Event
-and the binding's ``WorksSynced`` condition, and the other clusters are unaffected. Works (in the
-``karmada-es-*`` namespaces, so no owner references) map back to their binding through their
-annotations; override policy and Cluster changes re-enqueue the bindings they may affect, and so
-does an interpreter change for the binding's kind.
+and the binding's ``WorksSynced`` condition, and the other clusters are unaffected. A template of a
+kind RBAC does not let this process read (as the detector's access reviews found:
+``context.permitted_kinds``; e.g. a Secret a dependency's attached binding names, under a role
+without Secrets) is not requested: its Works are kept as they are and ``WorksSynced`` says which
+permission is missing; the binding is reconciled again once a discovery round permits the kind.
+
+Works (in the ``karmada-es-*`` namespaces, so no owner references) map back to their binding
+through their annotations; override policy and Cluster changes re-enqueue the bindings they may
+affect, and so does an interpreter change for the binding's kind.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from controllers.context import Context
 from controllers.eviction.preservation import injected_labels
 from controllers.eviction.task import purges_at_once
 from controllers.interpreter import Interpreter, InterpreterError, KindFilter, NotSupported
+from controllers.permittedkinds import Denial, PermittedKinds
 from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
@@ -150,6 +156,9 @@ BINDING_CONTROLLER_NAME: Final = "binding"
 WORKS_SYNCED_CONDITION: Final = "WorksSynced"
 SYNC_WORK_SUCCEED_REASON: Final = "SyncWorkSucceed"
 SYNC_WORK_FAILED_REASON: Final = "SyncWorkFailed"
+KINDS_PENDING_RETRY: Final = 1.0
+"""Seconds before a binding of an unwatched kind looks again while the detector has not told
+which kinds this process may read."""
 WORK_DELETING_RETRY: Final = 2.0
 """Seconds before a Work that is still being deleted is written again."""
 CONFLICT_RETRY: Final = 0.2
@@ -217,15 +226,32 @@ class _Sync:
     deleting: bool = False
 
 
+class _KindsPending(Exception):
+    """The template's kind is not watched and the detector has not told yet if it may be read."""
+
+
+class _Unreadable(Exception):
+    """RBAC does not let this process read the template's kind."""
+
+    def __init__(self, denial: Denial) -> None:
+        super().__init__(denial.permission())
+        self.denial = denial
+
+
 class BindingController:
     """Keeps the Works of bindings in line with their templates, placement and overrides."""
 
     def __init__(
-        self, client: CachedClient, interpreter: Interpreter, recorder: EventRecorder
+        self,
+        client: CachedClient,
+        interpreter: Interpreter,
+        recorder: EventRecorder,
+        kinds: PermittedKinds | None = None,
     ) -> None:
         self.client = client
         self.interpreter = interpreter
         self.recorder = recorder
+        self.kinds = kinds or PermittedKinds()
 
     async def reconcile(self, request: Request) -> Result | None:
         """Create, update and delete one binding's Works.
@@ -254,7 +280,13 @@ class BindingController:
         if not _dispatchable(binding):
             return None
         await self._remove_orphans(binding, _kept_clusters(binding))
-        template = await self._template(binding)
+        try:
+            template = await self._template(binding)
+        except _KindsPending:
+            return Result(requeue_after=KINDS_PENDING_RETRY)
+        except _Unreadable as unreadable:
+            await self._report(binding, _unreadable_failures(binding, unreadable.denial))
+            return None  # the Works stay as they are: a revoked permission deletes nothing
         if template is None:
             return None
         sync = await self._sync(binding, template)
@@ -304,6 +336,8 @@ class BindingController:
             s.gvk == gvk and not s.metadata_only and s.namespace in (None, namespace)
             for s in self.client.cache.informers()
         )
+        if not watched:
+            self._check_readable(gvk)
         try:
             if watched:
                 template = await self.client.get(gvk, name, namespace=namespace)
@@ -314,6 +348,19 @@ class BindingController:
         except (NotFound, NoKindMatch):
             # Deleted: the binding goes with it (owner reference); nothing to send meanwhile.
             return None
+
+    def _check_readable(self, gvk: GVK) -> None:
+        """Raise unless an unwatched kind may be read live (or the detector did not review it).
+
+        Raises:
+            _KindsPending: the detector's first access reviews are not done.
+            _Unreadable: RBAC refuses a read verb on the kind.
+        """
+        if self.kinds.pending():
+            raise _KindsPending(str(gvk))
+        denial = self.kinds.denial(gvk)
+        if denial is not None:
+            raise _Unreadable(denial)
 
     async def _sync(self, binding: Obj, template: Obj) -> _Sync:
         sync = _Sync()
@@ -419,6 +466,15 @@ class BindingController:
             await self.client.update_status(updated)
 
 
+def _unreadable_failures(binding: Obj, denial: Denial) -> dict[str, str]:
+    resource = binding_spec(binding).get("resource") or {}
+    why = (
+        f"the template {resource.get('kind')} {resource.get('name')} is not read: RBAC does not "
+        f"allow {denial.permission()} to this controller-manager; its Work is kept as it is"
+    )
+    return {t.get("name", ""): why for t in work_target_clusters(binding)} or {"*": why}
+
+
 def _binding_of_work(work: Obj) -> list[Request]:
     annotations = annotations_of(work)
     cluster_binding = annotations.get(CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION)
@@ -502,7 +558,9 @@ def setup(context: Context) -> None:
     """Register the binding controller with ``context.manager`` (controller name ``binding``)."""
     manager = context.manager
     recorder = context.recorder(BINDING_CONTROLLER_NAME)
-    reconciler = BindingController(manager.client, context.interpreter, recorder)
+    reconciler = BindingController(
+        manager.client, context.interpreter, recorder, context.permitted_kinds
+    )
     kinds = (RESOURCE_BINDING_GVK, CLUSTER_RESOURCE_BINDING_GVK)
     for gvk in kinds:
         manager.cache.index_field(gvk, TARGET_CLUSTER_INDEX, target_cluster_names)
@@ -529,6 +587,13 @@ def setup(context: Context) -> None:
             controller.queue.add(request)
 
     context.interpreter.subscribe(reinterpret)
+
+    def permitted(kinds: frozenset[GVK]) -> None:
+        # Bindings held back for a template of a kind RBAC did not let us read.
+        for request in index.for_kinds(kinds.__contains__):
+            controller.queue.add(request)
+
+    context.permitted_kinds.subscribe(permitted)
 
 
 def _cluster_spec_changed(event: Event) -> bool:

@@ -19,11 +19,20 @@ feature gate PropagateDeps is on by default since v1.4). It reconciles ResourceB
 
 A dependency created later is picked up: the distributor listens on the host cache's informer
 of the dependency's kind (the detector's, so nothing more is held in memory) and maps each event
-to the bindings whose annotation names or selects the object. A kind nobody watches (e.g.
-Secrets when the role does not let the detector watch them) is read live, and a binding waiting
-for such an object is looked at again every ``UNWATCHED_RESYNC`` seconds. An interpreter failure is
-a Warning Event ``GetDependenciesFailed`` on the template; a failed attached binding a Warning
-``SyncScheduleResultToDependenciesFailed`` on the binding.
+to the bindings whose annotation names or selects the object. Which kinds it may read is what the
+detector's access reviews found (``context.permitted_kinds``, asked once per kind, not per
+object): a dependency of a kind RBAC does not let this process read (e.g. Secrets under
+deploy/'s role) is not requested; it gets a Warning Event ``DependencyForbidden`` on the binding,
+once per generation, naming the kind and the permission missing, while the other dependencies
+propagate; once a discovery round finds the kind permitted, the bindings that depend on it are
+reconciled again (``withheld``). Dependencies in reserved namespaces (the cluster namespace holds
+the member credentials) are never read nor attached (Warning ``DependencyInReservedNamespace``).
+Until the detector's first round, a binding with a dependency of an unwatched kind waits
+(``DISCOVERY_WAIT``). A kind the detector does not review (it skips it, or does not run here) is
+read live, and a binding waiting for such an object is looked at again every
+``UNWATCHED_RESYNC`` seconds. An interpreter failure is a Warning Event ``GetDependenciesFailed``
+on the template; a failed attached binding a Warning ``SyncScheduleResultToDependenciesFailed``
+on the binding.
 """
 
 from __future__ import annotations
@@ -36,7 +45,12 @@ from typing import Any, Final
 
 import structlog
 
-from controllers.api import RESOURCE_BINDING_GVK, RESOURCE_BINDING_PERMANENT_ID_LABEL, binding_spec
+from controllers.api import (
+    KARMADA_CLUSTER_NAMESPACE,
+    RESOURCE_BINDING_GVK,
+    RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    binding_spec,
+)
 from controllers.context import Context
 from controllers.dependencies.attached import (
     DEPENDENCIES_ANNOTATION,
@@ -51,6 +65,13 @@ from controllers.dependencies.attached import (
     released,
     unique_dependencies,
 )
+from controllers.dependencies.withheld import (
+    DEPENDENCY_FORBIDDEN_REASON,
+    Withheld,
+    WithheldEvents,
+    forbidden,
+    reserved,
+)
 from controllers.interpreter import (
     DependentObjectReference,
     Interpreter,
@@ -58,6 +79,7 @@ from controllers.interpreter import (
     KindFilter,
     NotSupported,
 )
+from controllers.permittedkinds import Denial, PermittedKinds
 from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
@@ -68,6 +90,7 @@ from reconcile import (
     Event,
     EventRecorder,
     EventType,
+    Forbidden,
     InformerScope,
     NoKindMatch,
     NotFound,
@@ -88,6 +111,7 @@ from reconcile import (
 
 __all__ = [
     "CONFLICT_RETRY",
+    "DISCOVERY_WAIT",
     "DependenciesDistributor",
     "GET_DEPENDENCIES_FAILED_REASON",
     "NAME",
@@ -105,6 +129,8 @@ UNWATCHED_RESYNC: Final = 30.0
 """Seconds before a binding waiting for a dependency of a kind nobody watches looks again."""
 CONFLICT_RETRY: Final = 0.2
 BAD_INPUT_RETRY: Final = 30.0
+DISCOVERY_WAIT: Final = 1.0
+"""Seconds before a binding looks again while the detector has not told which kinds are readable."""
 
 PERMISSIONS: Final = Permissions(
     rules=(
@@ -127,6 +153,23 @@ log = structlog.get_logger("controllers.dependencies")
 
 class _Unwatched(Exception):
     """A dependency of a kind no informer holds was not found: look again later."""
+
+
+class _Refused(Exception):
+    """The apiserver refused reading a dependency of a kind the detector did not review."""
+
+    def __init__(self, denial: Denial) -> None:
+        super().__init__(denial.permission())
+        self.denial = denial
+
+
+@dataclass
+class _Found:
+    """What a binding's dependencies resolve to: objects to attach, and what is withheld."""
+
+    objects: list[Obj] = field(default_factory=list)
+    withheld: list[Withheld] = field(default_factory=list)
+    waiting: bool = False
 
 
 def _state(binding: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -179,6 +222,14 @@ class DependenciesDistributor:
     recorder: EventRecorder
     queue: WorkQueue[Request] | None = None
     watched: set[GVK] = field(default_factory=set)
+    kinds: PermittedKinds = field(default_factory=PermittedKinds)
+    """Which kinds may be read, as the detector's discovery found (``context.permitted_kinds``)."""
+    cluster_namespace: str = KARMADA_CLUSTER_NAMESPACE
+    """Where the member credentials are (``--cluster-namespace``): never a dependency."""
+    warnings: WithheldEvents = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.warnings = WithheldEvents(self.recorder)
 
     def enqueue(self, request: Request) -> None:
         """Queue a binding (dropped before the controller is set up)."""
@@ -195,6 +246,13 @@ class DependenciesDistributor:
             if any(matches(ref, typed) for ref in recorded_dependencies(binding))
         ]
 
+    def on_permitted(self, kinds: frozenset[GVK]) -> None:
+        """Queue the bindings recorded as depending on objects of ``kinds``, just permitted."""
+        informer = self.client.cache.get_informer(RESOURCE_BINDING_GVK)
+        for binding in informer.indexer.values():
+            if any(_gvk_of(ref) in kinds for ref in recorded_dependencies(binding)):
+                self.enqueue(Request(name_of(binding), namespace_of(binding)))
+
     async def reconcile(self, request: Request) -> Result | None:
         """Bring one binding's attached bindings in line with its dependencies.
 
@@ -206,6 +264,7 @@ class DependenciesDistributor:
                 RESOURCE_BINDING_GVK, request.name, namespace=request.namespace
             )
         except NotFound:
+            self.warnings.forget(request.namespace or "", request.name)
             return None
         try:
             return await self._reconcile(binding)
@@ -215,6 +274,7 @@ class DependenciesDistributor:
     async def _reconcile(self, binding: Obj) -> Result | None:
         spec = binding_spec(binding)
         if not spec.get("propagateDeps") or is_being_deleted(binding):
+            self.warnings.forget(namespace_of(binding), name_of(binding))
             await self._release_all(binding)
             if remove_finalizer(binding, DISTRIBUTOR_FINALIZER):
                 with contextlib.suppress(NotFound):
@@ -248,18 +308,19 @@ class DependenciesDistributor:
     async def _sync(
         self, binding: Obj, dependencies: list[DependentObjectReference]
     ) -> Result | None:
-        wanted: dict[str, Obj] = {}
-        waiting = False
-        for ref in dependencies:
-            try:
-                for obj in await self._objects(ref):
-                    desired = attached_binding(binding, obj)
-                    wanted[name_of(desired)] = desired
-            except _Unwatched:
-                waiting = True
+        if self.kinds.pending() and not all(self._informed(_gvk_of(r)) for r in dependencies):
+            # Not knowing yet whether RBAC lets us read them: do not ask the apiserver.
+            return Result(requeue_after=DISCOVERY_WAIT)
+        found = await self._find(dependencies)
+        desired_bindings = (attached_binding(binding, obj) for obj in found.objects)
+        wanted = {name_of(desired): desired for desired in desired_bindings}
+        # What was attached for a dependency we may no longer read stays as it is: a revoked
+        # permission must not delete member copies.
+        unread = [w.ref for w in found.withheld if w.reason == DEPENDENCY_FORBIDDEN_REASON]
         for attached in await self._attached(binding):
-            if name_of(attached) not in wanted:
+            if name_of(attached) not in wanted and not any(_for(r, attached) for r in unread):
                 await self._release(attached, binding)
+        self.warnings.report(binding, found.withheld)
         failures = []
         for desired in wanted.values():
             try:
@@ -270,7 +331,28 @@ class DependenciesDistributor:
             message = "; ".join(failures)
             self.recorder.event(binding, "Warning", SYNC_FAILED_REASON, message)
             return Result(requeue_after=BAD_INPUT_RETRY)
-        return Result(requeue_after=UNWATCHED_RESYNC) if waiting else None
+        return Result(requeue_after=UNWATCHED_RESYNC) if found.waiting else None
+
+    async def _find(self, dependencies: list[DependentObjectReference]) -> _Found:
+        found = _Found()
+        for ref in dependencies:
+            withheld = reserved(ref, self.cluster_namespace) or self._forbidden(ref)
+            if withheld is not None:
+                found.withheld.append(withheld)
+                continue
+            try:
+                found.objects += await self._objects(ref)
+            except _Unwatched:
+                found.waiting = True
+            except _Refused as refused:
+                found.withheld.append(forbidden(ref, refused.denial))
+        return found
+
+    def _forbidden(self, ref: DependentObjectReference) -> Withheld | None:
+        """``ref`` withheld when the detector found RBAC refusing a read verb on its kind."""
+        gvk = _gvk_of(ref)
+        denial = None if self._informed(gvk) else self.kinds.denial(gvk)
+        return forbidden(ref, denial) if denial is not None else None
 
     def _informed(self, gvk: GVK) -> bool:
         """Whether a full informer of ``gvk`` is in the host cache (and so watched by us too)."""
@@ -289,7 +371,10 @@ class DependenciesDistributor:
         resource = binding_spec(binding).get("resource") or {}
         gvk = GVK.from_api_version(resource.get("apiVersion", ""), resource.get("kind", ""))
         name, namespace = resource.get("name", ""), resource.get("namespace") or None
-        reader = self.client if self._informed(gvk) else self.client.live
+        informed = self._informed(gvk)
+        if not informed and self.kinds.denial(gvk) is not None:
+            return None  # the detector may not watch the kind either: nothing to follow
+        reader = self.client if informed else self.client.live
         try:
             template = await reader.get(gvk, name, namespace=namespace)
         except (NotFound, NoKindMatch):
@@ -301,8 +386,9 @@ class DependenciesDistributor:
 
         Raises:
             _Unwatched: a named object of an unwatched kind does not exist (yet).
+            _Refused: the apiserver refused reading an unwatched kind.
         """
-        gvk = GVK.from_api_version(ref.api_version, ref.kind)
+        gvk = _gvk_of(ref)
         informed = self._informed(gvk)
         reader = self.client if informed else self.client.live
         try:
@@ -315,6 +401,11 @@ class DependenciesDistributor:
             if not informed:
                 raise _Unwatched(str(ref)) from error
             return []  # its creation enqueues this binding
+        except Forbidden as error:
+            # A kind the detector does not review (or it does not run here): as RBAC answered.
+            plural = str(error.details.get("kind") or f"{gvk.kind.lower()}s")
+            verb = "get" if ref.name else "list"
+            raise _Refused(Denial(gvk.group, plural, verb)) from error
         typed = [{**obj, "apiVersion": gvk.api_version, "kind": gvk.kind} for obj in found]
         return [obj for obj in typed if matches(ref, obj)]
 
@@ -378,6 +469,20 @@ class DependenciesDistributor:
             await self.client.update(merged)
 
 
+def _gvk_of(ref: DependentObjectReference) -> GVK:
+    return GVK.from_api_version(ref.api_version, ref.kind)
+
+
+def _for(ref: DependentObjectReference, attached: Mapping[str, Any]) -> bool:
+    """Whether ``attached`` may be the binding of an object ``ref`` names or selects (its
+    labels unknown: a selector is taken to match every object of its kind and namespace)."""
+    resource = binding_spec(attached).get("resource") or {}
+    where = (resource.get("apiVersion"), resource.get("kind"), resource.get("namespace") or "")
+    if where != (ref.api_version, ref.kind, ref.namespace):
+        return False
+    return not ref.name or resource.get("name") == ref.name
+
+
 def _controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     owners = (obj.get("metadata") or {}).get("ownerReferences") or []
     return next((o for o in owners if o.get("controller")), None)
@@ -387,7 +492,11 @@ def setup(context: Context) -> None:
     """Register the dependencies distributor with ``context.manager``."""
     manager = context.manager
     distributor = DependenciesDistributor(
-        manager.client, context.interpreter, context.recorder(NAME)
+        manager.client,
+        context.interpreter,
+        context.recorder(NAME),
+        kinds=context.permitted_kinds,
+        cluster_namespace=context.members.options.cluster_namespace,
     )
     controller = (
         controller_managed_by(manager)
@@ -405,6 +514,7 @@ def setup(context: Context) -> None:
                 distributor.enqueue(Request(name_of(binding), namespace_of(binding)))
 
     context.interpreter.subscribe(reinterpret)
+    context.permitted_kinds.subscribe(distributor.on_permitted)
 
 
 def _resource_kind(binding: Mapping[str, Any], kinds: KindFilter) -> bool:

@@ -173,6 +173,7 @@ class Detector:
             (template_event_filter,),
             interval=discovery_interval,
             access=AccessReview(manager.api_reader),
+            permitted_kinds=context.permitted_kinds,
         )
         recorder = context.recorder(DETECTOR_NAME)
         self.templates = TemplateReconciler(

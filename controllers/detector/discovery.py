@@ -13,6 +13,10 @@ nothing more. Skipped: events (core and events.k8s.io), leases (coordination.k8s
 API groups (``*.karmada.io``: policies, bindings, Works, Clusters, interpreter configuration) and
 apiregistration.k8s.io. Discovery failures are logged and retried on the next round; the
 controller never waits for a kind that cannot sync.
+
+Each round's answer (kinds watched, kinds denied with the verb refused) is published to a
+``controllers.permittedkinds.PermittedKinds`` when one is given, so other controllers (the
+dependencies distributor) know what this process may read without asking again.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import orjson
 import structlog
 from anyio.abc import TaskGroup
 
+from controllers.permittedkinds import Denial, PermittedKinds
 from reconcile import (
     GVK,
     Cache,
@@ -197,8 +202,16 @@ class Discovery:
     resources: dict[GVK, Resource] = field(default_factory=dict)
     denied: dict[GVK, str] = field(default_factory=dict)
     """Kinds left out because RBAC does not allow them, with the first verb denied."""
+    permitted_kinds: PermittedKinds | None = None
+    """Where each round's answer is published (told at once that rounds will come)."""
     _kinds: dict[GVK, Kind] = field(default_factory=dict, repr=False)
     _first_round: anyio.Event | None = field(default=None, repr=False)
+    _denials: dict[GVK, Denial] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.permitted_kinds is not None:
+            # Set up now, before any controller starts: readers wait for the first round.
+            self.permitted_kinds.expect()
 
     def resource(self, gvk: GVK) -> Resource | None:
         """How the host serves a watched kind, None when it is not watched."""
@@ -215,6 +228,9 @@ class Discovery:
                 await self.refresh(queue, task_group)
             except Exception as error:  # the next round retries; the detector keeps running
                 log.error("resource discovery failed", error=str(error))
+                if self.permitted_kinds is not None and not self.permitted_kinds.published:
+                    # Readers waiting for a first answer get what is known (nothing denied).
+                    self.permitted_kinds.publish(self._kinds, self._denials)
             finally:
                 if self._first_round is not None:
                     self._first_round.set()
@@ -237,6 +253,9 @@ class Discovery:
                 added.append(resource.gvk)
         if added:
             log.info("watching resource templates", kinds=sorted(str(g) for g in added))
+        if self.permitted_kinds is not None:
+            # After the informers exist: a reader told a kind is permitted finds it cached.
+            self.permitted_kinds.publish(self._kinds, self._denials)
         return added
 
     async def _permitted(self, found: list[Resource]) -> list[Resource]:
@@ -253,6 +272,8 @@ class Discovery:
                 kinds={str(gvk): verb for gvk, verb in sorted(news.items(), key=str)},
             )
         self.denied = denied
+        plurals = {r.gvk: r.plural for r in found}
+        self._denials = {gvk: Denial(gvk.group, plurals[gvk], verb) for gvk, verb in denied.items()}
         return watched + fresh
 
     async def wait_for_sync(self, timeout: float) -> None:

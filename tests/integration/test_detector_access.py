@@ -5,10 +5,12 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+import anyio
 import pytest
 
-from controllers.detector import AccessReview, watchable_resources
-from reconcile import GVK, Client, ClusterConfig
+from controllers.detector import AccessReview, Discovery, watchable_resources
+from controllers.permittedkinds import Denial, PermittedKinds
+from reconcile import GVK, Cache, Client, ClusterConfig, EnqueueRequestForObject, WorkQueue
 from testenv import ControlPlane
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -73,3 +75,40 @@ async def test_an_identity_allowed_everything_keeps_every_kind(host: ControlPlan
         allowed, denied = await AccessReview(admin).partition(found)
     assert allowed == found
     assert denied == {}
+
+
+async def test_discovery_publishes_what_readers_may_read(host: ControlPlane) -> None:
+    # What the dependencies distributor and the binding controller consult instead of asking.
+    kubeconfig = await _user_allowed(
+        host,
+        [
+            {
+                "apiGroups": ["apps"],
+                "resources": ["deployments"],
+                "verbs": ["get", "list", "watch", "patch"],
+            },
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+        ],
+    )
+    kinds = PermittedKinds()
+    async with await _client(host, kubeconfig) as client:
+        cache = Cache(client, sync_timeout=30)
+        access = AccessReview(client)
+        discovery = Discovery(
+            client,
+            cache,
+            lambda gvk: EnqueueRequestForObject(),
+            access=access,
+            permitted_kinds=kinds,
+        )
+        assert kinds.pending(), "announced when the detector is set up"
+        async with anyio.create_task_group() as group:
+            await group.start(cache.run)
+            await discovery.refresh(WorkQueue(), group)
+            group.cancel_scope.cancel()
+    assert not kinds.pending()
+    assert kinds.permitted == {DEPLOYMENT}
+    assert kinds.denial(SECRET) == Denial("", "secrets", "get")
+    # Refused only patch: a reader may read ConfigMaps live, the detector may not claim them.
+    assert kinds.denial(CONFIGMAP) is None
+    assert kinds.denial(CONFIGMAP, ("patch",)) == Denial("", "configmaps", "patch")

@@ -6,6 +6,12 @@ patterns that run for minutes in C or crash the Lua VM, and a result that refere
 millions of times. Each StatefulSet's binding is reported (WorksSynced=False naming the script and
 the limit it hit, plus a Warning Event), while a Deployment created alongside reaches both members
 2:1 and has its status aggregated back.
+
+The StatefulSets are created once the customization is in effect: the controller-manager loads
+customizations from its informer (as Karmada's ConfigurableInterpreter does), so a template
+propagated before that is revised by the native interpreter, and its Work stays on the member when
+the customization later fails it (a failed Work build leaves the existing Work, as Karmada's
+ensureWork does).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import pytest
 
 from controllers.api import RESOURCE_BINDING_GVK
 from controllers.binding.controller import SYNC_WORK_FAILED_REASON, WORKS_SYNCED_CONDITION
+from controllers.interpreter import Operation
 from reconcile import EVENT_GVK, GVK, get_condition
 from testenv import Environment, eventually
 from tests.e2e.stack import DEPLOYMENT, Stack, new_deployment, new_policy, running
@@ -100,6 +107,7 @@ async def test_a_hostile_customization_is_reported_and_others_keep_propagating(
 async def _hostile_customization(stack: Stack) -> None:
     ns = stack.namespace
     await stack.host.create(customization())
+    await eventually(lambda: _in_effect(stack), timeout=60)
     policy = new_policy("statefulsets", ns, "")
     policy["spec"]["resourceSelectors"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet"}]
     await stack.host.create(policy)
@@ -124,6 +132,13 @@ async def _hostile_customization(stack: Stack) -> None:
         assert await _warning(stack, f"{name}-statefulset", SYNC_WORK_FAILED_REASON)
         for member in stack.members.values():
             assert not (await member.list(STATEFULSET, namespace=ns))["items"]
+
+
+async def _in_effect(stack: Stack) -> bool:
+    """Whether the interpreter revises StatefulSets with the customization (not natively)."""
+    interpreter = stack.context.interpreter
+    source = interpreter.source_for(STATEFULSET, Operation.REVISE_REPLICA)
+    return source is interpreter.customizations
 
 
 async def _works_synced_failure(stack: Stack, binding: str) -> str:

@@ -37,18 +37,23 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True)
 class Timings:
-    """Leader-election timings of the replicas, in seconds."""
+    """Leader-election timings of the replicas, in seconds; with ``cluster_success``, how long a
+    member that failed must answer again before it is Ready (``--cluster-success-threshold``)."""
 
     lease: float = 4.0
     renew: float = 3.0
     retry: float = 0.5
+    cluster_success: float | None = None
 
     def flags(self) -> list[str]:
-        return [
+        flags = [
             f"--leader-elect-lease-duration={self.lease}s",
             f"--leader-elect-renew-deadline={self.renew}s",
             f"--leader-elect-retry-period={self.retry}s",
         ]
+        if self.cluster_success is not None:
+            flags.append(f"--cluster-success-threshold={self.cluster_success}s")
+        return flags
 
 
 @dataclass

@@ -199,9 +199,12 @@ async def _while_member2_is_down(stack: Stack, stopping: float) -> None:
             return False  # the detector has not made the binding yet
 
     await until(late_on_member1)
-    member1_late = await stack.member_deployment("member1", "late")
-    assert member1_late is not None
-    assert member1_late["spec"]["replicas"] == 3
+
+    async def late_applied_on_member1() -> bool:
+        deployment = await stack.member_deployment("member1", "late")
+        return bool(deployment and deployment["spec"]["replicas"] == 3)
+
+    await until(late_applied_on_member1)  # scheduled first, then applied: not at once
 
     # NoExecute while Ready is not True: the existing 2:1 placement moves to member1.
     await stack.host.create(NOT_READY_NO_EXECUTE)

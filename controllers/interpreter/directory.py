@@ -16,7 +16,7 @@ operations it handles it answers, the bundled ones answer the rest. The controll
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -24,15 +24,8 @@ from typing import Any, Final
 from controllers.interpreter.backend import Backend
 from controllers.interpreter.customization import CustomizationSet, customizations_from_yaml
 from controllers.interpreter.types import (
-    AggregatedStatusItem,
-    Component,
-    DependentObjectReference,
     InterpreterError,
-    NotSupported,
-    Operation,
-    ReplicaRequirements,
 )
-from reconcile import GVK
 
 __all__ = ["SUFFIXES", "DirectoryLoad", "load_customization_directory", "thirdparty_backend"]
 
@@ -99,47 +92,7 @@ async def load_customization_directory(
     return DirectoryLoad(customizations, tuple(errors))
 
 
-class _Layered:
-    """Backends asked in order: the first that handles a kind and operation answers."""
-
-    def __init__(self, layers: Sequence[Backend]) -> None:
-        self._layers = tuple(layers)
-
-    def handles(self, gvk: GVK, operation: Operation) -> bool:
-        return any(layer.handles(gvk, operation) for layer in self._layers)
-
-    def _pick(self, obj: Obj, operation: Operation) -> Backend:
-        gvk = GVK.of(obj)
-        for layer in self._layers:
-            if layer.handles(gvk, operation):
-                return layer
-        raise NotSupported(gvk, operation)
-
-    async def get_replicas(self, obj: Obj) -> tuple[int, ReplicaRequirements | None]:
-        return await self._pick(obj, Operation.INTERPRET_REPLICA).get_replicas(obj)
-
-    async def revise_replica(self, obj: Obj, replicas: int) -> Obj:
-        return await self._pick(obj, Operation.REVISE_REPLICA).revise_replica(obj, replicas)
-
-    async def retain(self, desired: Obj, observed: Obj) -> Obj:
-        return await self._pick(desired, Operation.RETAIN).retain(desired, observed)
-
-    async def aggregate_status(self, obj: Obj, items: Sequence[AggregatedStatusItem]) -> Obj:
-        return await self._pick(obj, Operation.AGGREGATE_STATUS).aggregate_status(obj, items)
-
-    async def reflect_status(self, obj: Obj) -> Obj | None:
-        return await self._pick(obj, Operation.INTERPRET_STATUS).reflect_status(obj)
-
-    async def interpret_health(self, obj: Obj) -> bool:
-        return await self._pick(obj, Operation.INTERPRET_HEALTH).interpret_health(obj)
-
-    async def get_dependencies(self, obj: Obj) -> list[DependentObjectReference]:
-        return await self._pick(obj, Operation.INTERPRET_DEPENDENCY).get_dependencies(obj)
-
-    async def get_components(self, obj: Obj) -> list[Component]:
-        return await self._pick(obj, Operation.INTERPRET_COMPONENT).get_components(obj)
-
-
-def thirdparty_backend(first: CustomizationSet, then: Backend | None) -> Backend:
-    """A third-party source: ``first`` where it handles a kind and operation, else ``then``."""
-    return _Layered([first] if then is None else [first, then])
+def thirdparty_backend(first: CustomizationSet, then: Backend | None) -> tuple[Backend, ...]:
+    """The third-party sources of an ``Interpreter``: ``first`` where it handles a kind and
+    operation, else ``then``."""
+    return (first,) if then is None else (first, then)

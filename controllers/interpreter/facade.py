@@ -64,7 +64,9 @@ class Interpreter:
     """The resource interpreter: one entry point, sources tried in precedence order.
 
     ``thirdparty`` defaults to the bundled customizations and ``native`` to the native defaults;
-    pass None to leave either out. Methods mirror ``Backend`` and raise ``NotSupported`` when no
+    pass None to leave either out. ``thirdparty`` may be several sources, asked in order (a
+    customization directory before the bundled ones: ``directory.thirdparty_backend``). Methods
+    mirror ``Backend`` and raise ``NotSupported`` when no
     source handles the object's kind and operation, ``InterpreterError`` (or a subclass such as
     ``LuaError``) when the source fails.
     """
@@ -74,12 +76,20 @@ class Interpreter:
         *,
         customizations: CustomizationSet | None = None,
         webhooks: Mapping[str, Backend] | None = None,
-        thirdparty: Backend | None = _DEFAULT,
+        thirdparty: Backend | tuple[Backend, ...] | None = _DEFAULT,
         native: Backend | None = _DEFAULT,
     ) -> None:
         self.customizations = customizations if customizations is not None else CustomizationSet()
         self._webhooks: dict[str, Backend] = dict(webhooks or {})
-        self._thirdparty = bundled_customizations() if thirdparty is _DEFAULT else thirdparty
+        if thirdparty is _DEFAULT:
+            thirdparty = bundled_customizations()
+        self._thirdparty: tuple[Backend, ...] = (
+            thirdparty
+            if isinstance(thirdparty, tuple)
+            else ()
+            if thirdparty is None
+            else (thirdparty,)
+        )
         self._native = NativeBackend() if native is _DEFAULT else native
         self._listeners: list[ChangeListener] = []
 
@@ -139,8 +149,7 @@ class Interpreter:
         yield self.customizations
         for name in sorted(self._webhooks):
             yield self._webhooks[name]
-        if self._thirdparty is not None:
-            yield self._thirdparty
+        yield from self._thirdparty
         if self._native is not None:
             yield self._native
 

@@ -61,7 +61,7 @@ async def test_the_directory_answers_before_the_next_layer(tmp_path: Path) -> No
     first = (await load_customization_directory(tmp_path)).customizations
     then = CustomizationSet()
     await then.apply(yaml.safe_load(customization("second", 2)))
-    backend = thirdparty_backend(first, then)
+    backend = Interpreter(thirdparty=thirdparty_backend(first, then), native=None)
     widget = {"apiVersion": "example.io/v1", "kind": "Widget"}
     assert await backend.get_replicas(widget) == (1, None)
     assert backend.handles(WIDGET, Operation.INTERPRET_REPLICA)

@@ -22,12 +22,15 @@ recorded a lost Lease; (2) for a SIGKILLed leader, the apiserver's managedFields
 changed by its field manager after the kill. (1) proves the guard saw and refused; a write
 already sent when the Lease was lost cannot be told apart by either.
 
-The issue asks for 1,000 Deployments. The module ran at 1,000 (TEMPLATES = 1000, WAVE = 150)
-several times on the shared 2-core machine: it passed at load average 7-10 (converged 19.0-24.4 s
-after the etcd restart, 18.8-22.2 s after the host apiserver's, 1.5-3.0 s after the flaps,
-4.8-27.4 s after the SIGKILL; 6.9-7.6 minutes), but went past 30 s at load 10-12 (etcd), and
-once the flaps outlasted the 30 s failure threshold. Too close to the bound for a check CI must
-pass every time, so TEMPLATES is 400 here (docs/testing.md has the figures).
+TEMPLATES is the issue's 1,000 (2,000 member Deployments, 2,000 Works). Measured on the 2-core
+machine with nothing else running (load average 3-4 from the module itself), 2026-12-01:
+converged 16.7 s after the etcd restart, 16.8 s after the host apiserver's, 1.6 s after the
+flaps, 19.2 s after the SIGKILL; first propagation 68 s, module 4 min 43 s. With other suites
+running (load average 7-10) the same took 19-24 s, 19-22 s, 1.5-3 s and 26-27 s, and at load
+10-12 the etcd case went past 30 s: the standby that takes over reconciles every template,
+binding and Work besides the wave (docs/testing.md). The replicas run with
+``--cluster-success-threshold=5s``: with the 30 s default, three restarts of member2 that
+together outlast the 30 s failure threshold leave it NotReady for 30 s after the last.
 """
 
 from __future__ import annotations
@@ -76,10 +79,10 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-TEMPLATES = 400
-WAVE = 60
+TEMPLATES = 1000
+WAVE = 150
 """Templates whose replicas each fault's wave changes."""
-WAVE_UNDER_WAY = 10
+WAVE_UNDER_WAY = 25
 """Changed member1 Deployments seen before the fault: the wave propagates, far from done."""
 RECOVERY_BOUND = 30.0
 """#15: converged within 30 s after the control plane is back."""

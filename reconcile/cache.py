@@ -236,7 +236,7 @@ class Cache:
         self, scope: KindScope, namespace: str | None, metadata_only: bool
     ) -> SharedInformer:
         key = InformerScope(
-            scope.gvk, namespace, scope.label_selector, scope.field_selector, metadata_only
+            scope.gvk, namespace, scope.informer_label_selector, scope.field_selector, metadata_only
         )
         informer = self._informers.get(key)
         if informer is None:

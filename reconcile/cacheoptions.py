@@ -67,12 +67,16 @@ class ByObject:
         label_selector: only objects with these labels (the string form, ``a=b,c in (d)``).
         field_selector: only objects with these fields (``metadata.name=x``).
         transform: applied to each object before it is stored.
+        shard_selector: also only objects with these labels, but reads need not say so: a
+            sharded replica's cache holds its shard (``reconcile.sharding``), and a list of
+            it is a list of that shard by design, not a read outside the scope.
     """
 
     namespaces: tuple[str, ...] | None = None
     label_selector: str | None = None
     field_selector: str | None = None
     transform: Transform | None = None
+    shard_selector: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ class CacheOptions:
             own.label_selector or self.default_label_selector or None,
             own.field_selector or self.default_field_selector or None,
             own.transform if own.transform is not None else self.default_transform,
+            own.shard_selector or None,
         )
 
 
@@ -113,6 +118,13 @@ class KindScope:
     label_selector: str | None
     field_selector: str | None
     transform: Transform | None
+    shard_selector: str | None = None
+
+    @property
+    def informer_label_selector(self) -> str | None:
+        """The label selector the informers list and watch with: the scope's and the shard's."""
+        both = [s for s in (self.label_selector, self.shard_selector) if s]
+        return ",".join(both) or None
 
     def informer_namespaces(self, namespace: str | None) -> tuple[str | None, ...]:
         """The namespaces of the informers a read of ``namespace`` (None: all) uses."""

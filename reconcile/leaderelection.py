@@ -128,6 +128,8 @@ class LeaderElectionConfig:
     """Seconds between acquire and renew attempts. Defaults to 2."""
     release_on_cancel: bool = True
     """Give the Lease up (empty holderIdentity) when stepping down. Defaults to True."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels the Lease carries, written when it is created or taken (a shard Lease's ring)."""
 
     def __post_init__(self) -> None:
         for name in ("lease_name", "lease_namespace", "identity"):
@@ -322,8 +324,12 @@ class LeaderElector:
             fresh["leaseTransitions"] = transitions
         else:
             fresh["leaseTransitions"] = transitions + 1
+        taken = _with_spec(lease, {**spec, **fresh})
+        if self.config.labels:
+            metadata = taken["metadata"]
+            metadata["labels"] = {**(metadata.get("labels") or {}), **self.config.labels}
         try:
-            self._observe(await self.client.update(_with_spec(lease, {**spec, **fresh})), now)
+            self._observe(await self.client.update(taken), now)
         except Conflict:
             self._log.debug("lease changed under this attempt")
             return False
@@ -336,7 +342,11 @@ class LeaderElector:
         lease = {
             "apiVersion": LEASE.api_version,
             "kind": LEASE.kind,
-            "metadata": {"name": self.config.lease_name, "namespace": self.config.lease_namespace},
+            "metadata": {
+                "name": self.config.lease_name,
+                "namespace": self.config.lease_namespace,
+                **({"labels": dict(self.config.labels)} if self.config.labels else {}),
+            },
             "spec": spec,
         }
         try:

@@ -311,7 +311,8 @@ class Manager:
 
         ``leader_only`` defaults to the runnable's ``need_leader_election()`` if it has one (a
         Controller), else True; leader-only runnables run only while this process leads. A
-        runnable with ``warmup()`` (a Controller) has it run on every replica, before leadership.
+        runnable with ``warmup()`` (a Controller) has it run on every replica, before leadership;
+        one with ``release()`` has it awaited once every runnable stopped.
         """
         if leader_only is None:
             needs = getattr(runnable, "need_leader_election", None)
@@ -487,9 +488,15 @@ class Manager:
         await self._elector.run(self._run_leader_runnables)
 
     async def _release_lease(self) -> None:
-        """After every runnable stopped (controller-runtime's order), if the options ask for it."""
+        """After every runnable stopped (controller-runtime's order), if the options ask for it;
+        and every runnable's own ``release()`` (a shard's Lease), which must wait as long: its
+        objects move to other replicas once it is released."""
         if self._elector is not None and self.options.leader_election_release_on_cancel:
             await self._elector.release()
+        for entry in self._entries:
+            release = getattr(entry.runnable, "release", None)
+            if callable(release):
+                await release()
 
     def _election_config(self) -> LeaderElectionConfig:
         options = self.options

@@ -1,0 +1,41 @@
+"""Sharding spreads a controller's objects over replicas: shard Leases for membership, labels and
+label-selected watches for assignment (the design of timebertt's kubernetes-controller-sharding).
+
+A ``Ring`` names the kinds sharded together and how each object's key is computed; every replica
+runs a ``Shard`` of its rings (its Lease, its label-selected cache, ``shard.guard(...)`` around
+its reconcilers); the leader runs a ``Sharder`` per ring, which labels each object with the live
+shard that owns its key and moves objects, drained first, when shards come and go.
+"""
+
+from reconcile.sharding.membership import Membership
+from reconcile.sharding.metrics import SHARD_OBJECTS, SharderMetrics
+from reconcile.sharding.ring import (
+    DRAIN_PREFIX,
+    RING_PREFIX,
+    SHARD_PREFIX,
+    KeyFunc,
+    Ring,
+    ShardedKind,
+    object_key,
+    owner,
+)
+from reconcile.sharding.shard import NOT_CACHED_RETRY, Shard
+from reconcile.sharding.sharder import EXPIRY_SLACK, Sharder
+
+__all__ = [
+    "DRAIN_PREFIX",
+    "EXPIRY_SLACK",
+    "NOT_CACHED_RETRY",
+    "RING_PREFIX",
+    "SHARD_OBJECTS",
+    "SHARD_PREFIX",
+    "KeyFunc",
+    "Membership",
+    "Ring",
+    "Shard",
+    "ShardedKind",
+    "Sharder",
+    "SharderMetrics",
+    "object_key",
+    "owner",
+]

@@ -1,0 +1,211 @@
+"""Shard is one replica's part of one or more rings: its Lease, its cache, and the guard of its
+reconcilers.
+
+A ``Shard`` scopes the manager's cache of every kind of its rings to the objects labelled with its
+name (a label-selected list and watch: the replica holds only its shard), holds a Lease named after
+it and labelled with its rings (renewed like the leader's; the sharder assigns objects only to
+shards whose Leases are live), and wraps the reconcilers of the sharded kinds in a guard:
+
+- an object that carries its ring's drain label is let go, not reconciled: its shard and drain
+  labels are removed in one patch, conditional on the resourceVersion the drain was seen in, so the
+  release happens only after every earlier reconcile of that key ended (the work queue never hands
+  out one key twice at once) and never undoes a later assignment;
+- a request whose object is not in the cache is one of three things, told apart by one live read:
+  deleted (the reconciler handles it as before), moved to another shard or not yet assigned (not
+  ours: nothing is done — a moved object must not look deleted), or ours but not yet cached
+  (looked at again shortly).
+
+A replica whose renewals fail for the renew deadline stops (``LeadershipLost``, as a leader does)
+before its Lease can expire, so the sharder never gives its objects away while it still works on
+them. On shutdown the Lease is released only after every runnable of the manager stopped, and then
+its objects move at once.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from typing import Any, Final
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from reconcile.cacheoptions import ByObject
+from reconcile.errors import Conflict, NotFound
+from reconcile.gvk import GVK
+from reconcile.leaderelection import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    LeaderElectionConfig,
+    LeaderElector,
+)
+from reconcile.manager import Manager
+from reconcile.reconciler import Reconciler, ReconcilerFunc, Request, Result, as_reconciler
+from reconcile.sharding.metrics import SharderMetrics, register_shard_objects
+from reconcile.sharding.ring import Ring
+
+__all__ = ["NOT_CACHED_RETRY", "Shard"]
+
+log = structlog.get_logger("reconcile.sharding")
+
+NOT_CACHED_RETRY: Final = 1.0
+"""Seconds after which a request for an object assigned here but not yet cached is retried."""
+_LABEL_VALUE_LIMIT: Final = 63
+
+
+class Shard:
+    """This replica's shard of ``rings``; add it to the manager (it runs on every replica).
+
+    Args:
+        manager: whose cache it scopes and whose client holds the Lease.
+        rings: the rings this replica serves; a kind may belong to one of them only.
+        name: the shard's name (the Lease's and the label's value); defaults to the host name,
+            which is the Pod's name in a Deployment.
+        namespace: where the Lease is (default: the manager's leader election namespace).
+
+    Raises:
+        ValueError: (at construction) no rings, a kind in two rings, a name that is not a label
+            value, or a kind the cache had scoped or read already.
+    """
+
+    def __init__(
+        self,
+        manager: Manager,
+        *rings: Ring,
+        name: str | None = None,
+        namespace: str | None = None,
+        lease_duration: float = DEFAULT_LEASE_DURATION,
+        renew_deadline: float = DEFAULT_RENEW_DEADLINE,
+        retry_period: float = DEFAULT_RETRY_PERIOD,
+    ) -> None:
+        self.manager = manager
+        self.rings = rings
+        self.name = name or socket.gethostname()
+        _check(self.name, rings)
+        labels = {ring.lease_label: "true" for ring in rings}
+        self.config = LeaderElectionConfig(
+            lease_name=self.name,
+            lease_namespace=namespace or manager.options.leader_election_namespace or "default",
+            identity=self.name,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+            release_on_cancel=False,  # released by release(), once the manager stopped
+            labels=labels,
+        )
+        self._elector = LeaderElector(manager.api_reader, self.config)
+        self.held = anyio.Event()
+        for ring in rings:
+            for kind in ring.kinds:
+                manager.cache.configure(kind.gvk, ByObject(shard_selector=ring.selector(self.name)))
+        register_shard_objects(manager.registry, manager.cache, rings)
+        self.released = SharderMetrics.for_registry(manager.registry).released
+
+    def __repr__(self) -> str:
+        return f"Shard({self.name!r}, rings={[r.name for r in self.rings]})"
+
+    def need_leader_election(self) -> bool:
+        """Every replica holds its shard."""
+        return False
+
+    def ring_of(self, gvk: GVK) -> Ring:
+        """The ring ``gvk`` is sharded by.
+
+        Raises:
+            KeyError: no ring of this shard has ``gvk``.
+        """
+        for ring in self.rings:
+            if any(kind.gvk == gvk for kind in ring.kinds):
+                return ring
+        raise KeyError(f"{gvk} is not sharded by {self!r}")
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Hold the shard's Lease until cancelled.
+
+        Raises:
+            LeadershipLost: renewals failed for the renew deadline (the manager then stops).
+        """
+        task_status.started()
+
+        async def hold() -> None:
+            self.held.set()
+            log.info("holding shard lease", shard=self.name, lease=self.config.lease)
+            await anyio.sleep_forever()
+
+        await self._elector.run(hold)
+
+    async def release(self) -> None:
+        """Give the Lease up (the manager calls it once all its runnables stopped)."""
+        await self._elector.release()
+
+    def guard(self, gvk: GVK, reconciler: Reconciler | ReconcilerFunc) -> Reconciler:
+        """``reconciler`` for requests of ``gvk``, behind the shard's guard (see the module).
+
+        Raises:
+            KeyError: ``gvk`` is not sharded by this shard's rings.
+        """
+        return _Guard(self, self.ring_of(gvk), gvk, as_reconciler(reconciler))
+
+
+class _Guard:
+    def __init__(self, shard: Shard, ring: Ring, gvk: GVK, inner: Reconciler) -> None:
+        self._shard, self._ring, self._gvk, self._inner = shard, ring, gvk, inner
+
+    async def reconcile(self, request: Request) -> Result | None:
+        manager = self._shard.manager
+        namespace = request.namespace or None
+        try:
+            obj = await manager.cache.get(self._gvk, request.name, namespace=namespace)
+        except NotFound:
+            return await self._not_cached(request)
+        if self._ring.drain_label in _labels(obj):
+            await self._let_go(obj)
+            return None
+        return await self._inner.reconcile(request)
+
+    async def _not_cached(self, request: Request) -> Result | None:
+        client = self._shard.manager.api_reader
+        try:
+            live = await client.get(self._gvk, request.name, namespace=request.namespace or None)
+        except NotFound:
+            return await self._inner.reconcile(request)  # deleted: the reconciler's own case
+        if _labels(live).get(self._ring.shard_label) == self._shard.name:
+            return Result(requeue_after=NOT_CACHED_RETRY)
+        return None  # another shard's, or not assigned yet
+
+    async def _let_go(self, obj: Mapping[str, Any]) -> None:
+        metadata = obj["metadata"]
+        patch = {
+            "metadata": {
+                "resourceVersion": metadata["resourceVersion"],
+                "labels": {self._ring.shard_label: None, self._ring.drain_label: None},
+            }
+        }
+        client = self._shard.manager.api_reader
+        try:
+            await client.patch(
+                self._gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None
+            )
+        except (Conflict, NotFound):
+            return  # changed or gone since: the event of that change says what it is now
+        self._shard.released.labels(self._ring.name).inc()
+        log.debug("released drained object", shard=self._shard.name, name=metadata["name"])
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _check(name: str, rings: tuple[Ring, ...]) -> None:
+    if not rings:
+        raise ValueError("a shard needs at least one ring")
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+    if not name or len(name) > _LABEL_VALUE_LIMIT or not set(name) <= allowed:
+        raise ValueError(f"shard name {name!r} must be a label value (63 characters at most)")
+    if not (name[0].isalnum() and name[-1].isalnum()):
+        raise ValueError(f"shard name {name!r} must begin and end with a letter or digit")
+    gvks = [kind.gvk for ring in rings for kind in ring.kinds]
+    if len(set(gvks)) != len(gvks):
+        raise ValueError(f"a kind may belong to one ring of a shard only (got {gvks})")

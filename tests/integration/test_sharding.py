@@ -1,0 +1,288 @@
+"""Sharding against the real kube-apiserver: Leases for membership, labels for assignment.
+
+Three managers (one process each here, each with leader election, so one of them runs the
+sharder) shard the ConfigMaps of a namespace of their own. Their reconciles record replica, key,
+start and end; no key may ever be reconciled by two replicas at once. Each replica's cache must
+hold exactly its shard's objects; a shard that joins takes over the keys it now owns, drained from
+their old shard first; a shard that leaves cleanly hands its keys over at once; a shard whose Lease
+nobody renews loses its keys once the Lease expired.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import TaskGroup
+
+from reconcile import GVK, Client, ControllerOptions, Manager, Request, controller_managed_by
+from reconcile.leaderelection import LEASE, micro_time
+from reconcile.sharding import SHARD_OBJECTS, Ring, Shard, ShardedKind, Sharder, object_key, owner
+from testenv import ControlPlane, eventually
+from tests.builders import configmap, manager_of, scaled
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+OBJECTS = 36
+LEASE_DURATION = scaled(2.0)
+RENEW_DEADLINE = scaled(1.5)
+RETRY_PERIOD = scaled(0.3)
+SETTLE = scaled(20.0)
+"""How long assignments may take to settle after a membership change."""
+HOLD = 0.02
+"""Seconds each reconcile lasts: long enough that two shards at once would overlap."""
+
+
+@dataclass
+class Record:
+    """Every reconcile of every replica: (replica, key, start, end)."""
+
+    spans: list[tuple[str, str, float, float]] = field(default_factory=list)
+
+    def overlaps(self) -> list[tuple[str, str, str]]:
+        by_key: dict[str, list[tuple[float, float, str]]] = {}
+        for replica, key, start, end in self.spans:
+            by_key.setdefault(key, []).append((start, end, replica))
+        found = []
+        for key, spans in by_key.items():
+            spans.sort()
+            for (_, end, first), (start, _, second) in itertools.pairwise(spans):
+                if start < end and first != second:
+                    found.append((key, first, second))
+        return found
+
+    def reconciled_by(self, replica: str) -> set[str]:
+        return {key for who, key, _, _ in self.spans if who == replica}
+
+
+@dataclass
+class Replica:
+    manager: Manager
+    shard: Shard
+    scope: anyio.CancelScope
+    stopped: anyio.Event = field(default_factory=anyio.Event)
+
+
+def _ring(namespace: str) -> Ring:
+    def key(obj: Mapping[str, Any]) -> str | None:
+        # Only this test's ConfigMaps: the sharder sees every ConfigMap of the cluster.
+        return object_key(obj) if obj["metadata"].get("namespace") == namespace else None
+
+    return Ring(f"t{secrets.token_hex(3)}", kinds=(ShardedKind(CONFIGMAP, key=key),))
+
+
+@dataclass
+class Fleet:
+    host: ControlPlane
+    client: Client
+    namespace: str
+    ring: Ring
+    group: TaskGroup
+    record: Record = field(default_factory=Record)
+    replicas: dict[str, Replica] = field(default_factory=dict)
+
+    async def add(self, name: str) -> Replica:
+        manager = await manager_of(
+            self.host,
+            leader_election=True,
+            leader_election_id=f"sharder-{self.ring.name}",
+            leader_election_namespace=self.namespace,
+            leader_election_release_on_cancel=True,
+            lease_duration=LEASE_DURATION,
+            renew_deadline=RENEW_DEADLINE,
+            retry_period=RETRY_PERIOD,
+        )
+        shard = Shard(
+            manager,
+            self.ring,
+            name=name,
+            namespace=self.namespace,
+            lease_duration=LEASE_DURATION,
+            renew_deadline=RENEW_DEADLINE,
+            retry_period=RETRY_PERIOD,
+        )
+        manager.add(shard)
+        manager.add(Sharder(manager, self.ring, namespace=self.namespace))
+
+        async def reconcile(request: Request) -> None:
+            if request.namespace != self.namespace:
+                return
+            start = anyio.current_time()
+            await anyio.sleep(HOLD)
+            key = f"{request.namespace}/{request.name}"
+            self.record.spans.append((name, key, start, anyio.current_time()))
+
+        options = ControllerOptions(need_leader_election=False, max_concurrent_reconciles=4)
+        (
+            controller_managed_by(manager)
+            .named(f"configmaps-{name}")
+            .for_(CONFIGMAP)
+            .with_options(options)
+            .complete(shard.guard(CONFIGMAP, reconcile))
+        )
+        replica = Replica(manager, shard, anyio.CancelScope())
+        self.replicas[name] = replica
+        await self.group.start(self._run, replica)
+        return replica
+
+    async def _run(self, replica: Replica, *, task_status: Any) -> None:
+        try:
+            with replica.scope:
+                await replica.manager.start(task_status=task_status)
+        finally:
+            replica.stopped.set()
+
+    async def stop(self, name: str) -> None:
+        replica = self.replicas.pop(name)
+        replica.manager.stop()
+        with anyio.fail_after(scaled(30)):
+            await replica.stopped.wait()
+
+    async def assignments(self) -> dict[str, str | None]:
+        listed = await self.client.list(CONFIGMAP, namespace=self.namespace)
+        return {
+            object_key(cm) or "": (cm["metadata"].get("labels") or {}).get(self.ring.shard_label)
+            for cm in listed["items"]
+        }
+
+    async def settled_on(self, shards: list[str]) -> dict[str, str | None]:
+        """Wait until every object is assigned to its owner among ``shards``, undrained."""
+
+        async def settled() -> dict[str, str | None] | None:
+            listed = await self.client.list(CONFIGMAP, namespace=self.namespace)
+            found = {}
+            for cm in listed["items"]:
+                labels, key = cm["metadata"].get("labels") or {}, object_key(cm) or ""
+                if self.ring.drain_label in labels or labels.get(self.ring.shard_label) != owner(
+                    shards, key
+                ):
+                    return None
+                found[key] = labels[self.ring.shard_label]
+            return found if len(found) == OBJECTS else None
+
+        return await eventually(settled, timeout=SETTLE, interval=0.1)
+
+
+@contextlib.asynccontextmanager
+async def fleet(host: ControlPlane, client: Client) -> AsyncIterator[Fleet]:
+    namespace = f"shard-{secrets.token_hex(3)}"
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    try:
+        for index in range(OBJECTS):
+            await client.create(configmap(f"cm-{index}", namespace, index=str(index)))
+        async with anyio.create_task_group() as group:
+            made = Fleet(host, client, namespace, _ring(namespace), group)
+            try:
+                yield made
+            finally:
+                for name in list(made.replicas):
+                    await made.stop(name)
+    finally:
+        await client.delete(GVK("", "v1", "Namespace"), namespace)
+
+
+def _cached(replica: Replica, namespace: str) -> set[str]:
+    keys: set[str] = set()
+    for scope, informer in replica.manager.cache.informers().items():
+        if scope.gvk == CONFIGMAP:
+            stored = informer.indexer.keys()
+            keys |= {key for key in stored if key.startswith(f"{namespace}/")}
+    return keys
+
+
+def _metric(replica: Replica, ring: Ring) -> float:
+    value = replica.manager.registry.get_sample_value(
+        SHARD_OBJECTS, {"ring": ring.name, "kind": "ConfigMap"}
+    )
+    return float(value or 0)
+
+
+async def test_shards_own_disjoint_parts_and_a_joining_shard_takes_its_keys_after_a_drain(
+    host: ControlPlane, client: Client
+) -> None:
+    async with fleet(host, client) as ring:
+        await ring.add("r0")
+        await ring.add("r1")
+        first = await ring.settled_on(["r0", "r1"])
+        assert set(first.values()) == {"r0", "r1"}, first
+
+        async def every_key_reconciled_by_its_owner() -> bool:
+            return all(key in ring.record.reconciled_by(s) for key, s in first.items() if s)
+
+        await eventually(every_key_reconciled_by_its_owner, timeout=SETTLE)
+        for name, replica in ring.replicas.items():
+            mine = {key for key, shard in first.items() if shard == name}
+            assert _cached(replica, ring.namespace) == mine
+            assert _metric(replica, ring.ring) == len(mine)
+
+        joined = await ring.add("r2")
+        second = await ring.settled_on(["r0", "r1", "r2"])
+        moved = {key for key in second if second[key] != first[key]}
+        assert moved, second
+        assert all(second[key] == "r2" for key in moved), second
+        assert len(moved) < OBJECTS * 2 / 3, "rendezvous hashing moves only the new shard's keys"
+        released = sum(
+            r.manager.registry.get_sample_value(
+                "sharding_drains_released_total", {"ring": ring.ring.name}
+            )
+            or 0
+            for name, r in ring.replicas.items()
+            if name != "r2"
+        )
+        assert released == len(moved), "every moved key was drained by its old shard"
+
+        async def new_shard_reconciled_its_keys() -> bool:
+            return moved <= ring.record.reconciled_by("r2")
+
+        await eventually(new_shard_reconciled_its_keys, timeout=SETTLE)
+        assert _cached(joined, ring.namespace) == moved
+
+        await ring.stop("r1")
+        third = await ring.settled_on(["r0", "r2"])
+        assert "r1" not in third.values()
+        assert ring.record.overlaps() == []
+
+
+async def test_a_shard_whose_lease_expires_loses_its_keys_without_a_drain(
+    host: ControlPlane, client: Client
+) -> None:
+    async with fleet(host, client) as ring:
+        # A shard that joined and died: its Lease is never renewed, and it never answers a drain.
+        ghost = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": "ghost",
+                "namespace": ring.namespace,
+                "labels": {ring.ring.lease_label: "true"},
+            },
+            "spec": {
+                "holderIdentity": "ghost",
+                "leaseDurationSeconds": 3,
+                "acquireTime": micro_time(),
+                "renewTime": micro_time(),
+            },
+        }
+        await client.create(ghost)
+        await ring.add("r0")
+
+        async def some_assigned_to_the_ghost() -> bool:
+            return "ghost" in (await ring.assignments()).values()
+
+        await eventually(some_assigned_to_the_ghost, timeout=SETTLE)
+        await ring.settled_on(["r0"])
+        leader = ring.replicas["r0"].manager.registry
+        dead = leader.get_sample_value(
+            "sharding_moves_total", {"ring": ring.ring.name, "reason": "dead"}
+        )
+        assert (dead or 0) >= 1, "the ghost's keys moved because its Lease expired"
+        lease = await client.get(LEASE, "ghost", namespace=ring.namespace)
+        assert lease["spec"]["holderIdentity"] == "ghost", "nobody took the dead shard's Lease"
+        assert ring.record.overlaps() == []

@@ -1,0 +1,60 @@
+"""The ring's rendezvous hashing and the membership's expiry, without an apiserver."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from reconcile import GVK
+from reconcile.sharding import Membership, Ring, ShardedKind, owner
+from tests.builders import FakeClock
+
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+KEYS = [f"ns/object-{index}" for index in range(3000)]
+
+
+def test_rendezvous_spreads_keys_evenly_and_a_new_shard_takes_only_its_own() -> None:
+    before = {key: owner(["a", "b", "c"], key) for key in KEYS}
+    counts = Counter(before.values())
+    assert all(800 < counts[shard] < 1200 for shard in "abc"), counts
+    after = {key: owner(["a", "b", "c", "d"], key) for key in KEYS}
+    moved = [key for key in KEYS if before[key] != after[key]]
+    assert all(after[key] == "d" for key in moved)
+    assert 600 < len(moved) < 900, len(moved)  # about a quarter
+    removed = {key: owner(["a", "c"], key) for key in KEYS}
+    assert all(removed[key] == before[key] for key in KEYS if before[key] != "b")
+
+
+def test_no_shard_owns_nothing() -> None:
+    assert owner([], "ns/x") is None
+
+
+def test_ring_names_are_label_safe_and_kinds_unique() -> None:
+    with pytest.raises(ValueError, match="DNS label"):
+        Ring("Bad_Name", kinds=(ShardedKind(CONFIGMAP),))
+    with pytest.raises(ValueError, match="each once"):
+        Ring("r", kinds=(ShardedKind(CONFIGMAP), ShardedKind(CONFIGMAP)))
+    ring = Ring("templates", kinds=(ShardedKind(CONFIGMAP),))
+    assert ring.shard_label == "shard.sharding.reconcile.io/templates"
+    assert ring.selector("r0") == "shard.sharding.reconcile.io/templates=r0"
+
+
+def _lease(name: str, holder: str, renew: str, duration: int = 10) -> dict[str, object]:
+    spec = {"holderIdentity": holder, "renewTime": renew, "leaseDurationSeconds": duration}
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_a_shard_is_live_until_its_lease_goes_unchanged_for_its_duration() -> None:
+    clock = FakeClock()
+    members = Membership(clock=clock)
+    members.observe([_lease("a", "a", "t0"), _lease("b", "b", "t0")])
+    assert members.live() == ("a", "b")
+    clock.time = 6.0
+    members.observe([_lease("a", "a", "t1"), _lease("b", "b", "t0")])  # only a renewed
+    assert members.next_expiry() == pytest.approx(4.0)
+    clock.time = 10.5
+    assert members.live() == ("a",)
+    members.observe([_lease("a", "", "t2")])  # released: gone at once, b forgotten
+    assert members.live() == ()
+    assert members.next_expiry() is None

@@ -6,10 +6,12 @@ name (a label-selected list and watch: the replica holds only its shard), holds 
 it and labelled with its rings (renewed like the leader's; the sharder assigns objects only to
 shards whose Leases are live), and wraps the reconcilers of the sharded kinds in a guard:
 
-- an object that carries its ring's drain label is let go, not reconciled: its shard and drain
-  labels are removed in one patch, conditional on the resourceVersion the drain was seen in, so the
-  release happens only after every earlier reconcile of that key ended (the work queue never hands
-  out one key twice at once) and never undoes a later assignment;
+- an object that carries its ring's drain label is let go, not reconciled, once no reconcile of
+  any object of its key (a template, its binding, their Works: every guard of the ring on this
+  replica counts) runs here: its shard and drain labels are removed in one patch, conditional on
+  the resourceVersion the drain was seen in, so it never undoes a later assignment; while an
+  object of a key is leaving, the key's other objects are not reconciled here (looked at again a
+  second later, in case the drain is called off);
 - a request whose object is not in the cache is one of three things, told apart by one live read:
   deleted (the reconciler handles it as before), moved to another shard or not yet assigned (not
   ours: nothing is done — a moved object must not look deleted), or ours but not yet cached
@@ -23,8 +25,9 @@ its objects move at once.
 
 from __future__ import annotations
 
+import contextlib
 import socket
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
 import anyio
@@ -97,6 +100,7 @@ class Shard:
         )
         self._elector = LeaderElector(manager.api_reader, self.config)
         self.held = anyio.Event()
+        self._keys: dict[str, _Keys] = {}
         for ring in rings:
             for kind in ring.kinds:
                 manager.cache.configure(kind.gvk, ByObject(shard_selector=ring.selector(self.name)))
@@ -140,6 +144,10 @@ class Shard:
         """Give the Lease up (the manager calls it once all its runnables stopped)."""
         await self._elector.release()
 
+    def keys_of(self, ring: Ring) -> _Keys:
+        """The per-key bookkeeping every guard of ``ring`` on this replica shares."""
+        return self._keys.setdefault(ring.name, _Keys())
+
     def guard(self, gvk: GVK, reconciler: Reconciler | ReconcilerFunc) -> Reconciler:
         """``reconciler`` for requests of ``gvk``, behind the shard's guard (see the module).
 
@@ -149,9 +157,37 @@ class Shard:
         return _Guard(self, self.ring_of(gvk), gvk, as_reconciler(reconciler))
 
 
+class _Keys:
+    """What this replica does with each key of one ring: reconciles in flight, objects draining."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, int] = {}
+        self.idle: dict[str, anyio.Event] = {}
+        self.draining: dict[str, set[str]] = {}
+
+    @contextlib.asynccontextmanager
+    async def reconciling(self, key: str) -> AsyncIterator[None]:
+        self.running[key] = self.running.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            self.running[key] -= 1
+            if not self.running[key]:
+                del self.running[key]
+                idle = self.idle.pop(key, None)
+                if idle is not None:
+                    idle.set()
+
+    async def wait_idle(self, key: str) -> None:
+        while self.running.get(key):
+            await self.idle.setdefault(key, anyio.Event()).wait()
+
+
 class _Guard:
     def __init__(self, shard: Shard, ring: Ring, gvk: GVK, inner: Reconciler) -> None:
         self._shard, self._ring, self._gvk, self._inner = shard, ring, gvk, inner
+        self._kind = ring.kind(gvk)
+        self._keys = shard.keys_of(ring)
 
     async def reconcile(self, request: Request) -> Result | None:
         manager = self._shard.manager
@@ -160,10 +196,24 @@ class _Guard:
             obj = await manager.cache.get(self._gvk, request.name, namespace=namespace)
         except NotFound:
             return await self._not_cached(request)
+        key = self._kind.key(obj)
+        if key is None:
+            return await self._inner.reconcile(request)
+        name = _object_name(obj)
+        draining = self._keys.draining.get(key, set())
         if self._ring.drain_label in _labels(obj):
-            await self._let_go(obj)
+            self._keys.draining.setdefault(key, set()).add(name)
+            await self._keys.wait_idle(key)
+            await self._let_go(key, name, obj)
             return None
-        return await self._inner.reconcile(request)
+        draining.discard(name)  # its drain was called off, if it had one
+        if draining:
+            # Another object of the key is leaving: reconciling this one could overlap with
+            # the shard that gets the key next. Looked at again if the key stays here.
+            return Result(requeue_after=NOT_CACHED_RETRY)
+        self._keys.draining.pop(key, None)
+        async with self._keys.reconciling(key):
+            return await self._inner.reconcile(request)
 
     async def _not_cached(self, request: Request) -> Result | None:
         client = self._shard.manager.api_reader
@@ -175,7 +225,7 @@ class _Guard:
             return Result(requeue_after=NOT_CACHED_RETRY)
         return None  # another shard's, or not assigned yet
 
-    async def _let_go(self, obj: Mapping[str, Any]) -> None:
+    async def _let_go(self, key: str, name: str, obj: Mapping[str, Any]) -> None:
         metadata = obj["metadata"]
         patch = {
             "metadata": {
@@ -190,8 +240,18 @@ class _Guard:
             )
         except (Conflict, NotFound):
             return  # changed or gone since: the event of that change says what it is now
+        leaving = self._keys.draining.get(key)
+        if leaving is not None:
+            leaving.discard(name)
+            if not leaving:
+                del self._keys.draining[key]
         self._shard.released.labels(self._ring.name).inc()
         log.debug("released drained object", shard=self._shard.name, name=metadata["name"])
+
+
+def _object_name(obj: Mapping[str, Any]) -> str:
+    metadata = obj["metadata"]
+    return f"{obj.get('kind')}:{metadata.get('namespace') or ''}/{metadata['name']}"
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:

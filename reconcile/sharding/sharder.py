@@ -1,27 +1,29 @@
-"""Sharder assigns each object of a ring to a live shard, and moves objects when shards come and go.
+"""Sharder assigns the objects of a ring to live shards, key by key, and moves keys when shards
+come and go.
 
 It runs on the leader (a leader-only runnable) over a cache of its own, opened while it leads: the
 ring's shard Leases, and the metadata (PartialObjectMetadata) of every object of the ring's kinds,
-whatever shard they are on. One controller per kind reconciles an object's label:
+whatever shard they are on, indexed by their key. Its work queue holds keys: every object of a key
+(a template, its binding and their Works, say) moves together, as one group:
 
-- unassigned, or assigned to a shard whose Lease is no longer live: label it with the shard that
-  owns its key (``ring.owner``) at once — a dead shard cannot let go, and has stopped working on
-  its objects before its Lease could expire;
-- assigned to a live shard that no longer owns its key: label it ``drain``, and wait for that shard
-  to release it (remove both labels) before assigning it to the new owner — so no key is
+- every object on the shard that owns the key (``ring.owner``) and none marked ``drain``: done;
+- some object on another live shard: label those ``drain`` and wait until that shard released them
+  (removed both labels) — no object of the key is assigned anywhere else meanwhile, so no key is
   reconciled by two shards at once;
-- assigned where it belongs but still marked ``drain`` (the owner changed back meanwhile): remove
-  the drain label.
+- otherwise (the rest unassigned, on the owner, or on shards whose Leases expired — a dead shard
+  cannot release, and stopped working before its Lease could expire): label every object with the
+  owner, and remove stale drain labels.
 
-Every label patch carries the resourceVersion it was decided on (a Conflict retries on the newer
-object). A membership controller follows the Leases: when the set of live shards changes it
-enqueues every object again, and it looks again when the first live Lease would expire unless
-renewed. A new object is assigned on first sight (at its ADDED event).
+Every label patch carries the resourceVersion it was decided on (a Conflict retries the key on the
+newer objects). A membership controller follows the Leases: when the set of live shards changes it
+enqueues every key, and it looks again when the first live Lease would expire unless renewed. A new
+object is assigned on first sight (its ADDED event).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -33,7 +35,6 @@ from reconcile.cacheoptions import ByObject, CacheOptions
 from reconcile.controller import Controller, ControllerOptions
 from reconcile.errors import NotFound
 from reconcile.event import Event
-from reconcile.handler import EnqueueRequestForObject
 from reconcile.leaderelection import LEASE
 from reconcile.manager import Manager
 from reconcile.reconciler import Request, Result
@@ -41,14 +42,17 @@ from reconcile.sharding.membership import Membership
 from reconcile.sharding.metrics import SharderMetrics
 from reconcile.sharding.ring import Ring, ShardedKind, owner
 from reconcile.source import Kind
+from reconcile.store import IndexFunc, Obj
 
-__all__ = ["EXPIRY_SLACK", "Sharder"]
+__all__ = ["EXPIRY_SLACK", "KEY_INDEX", "Sharder"]
 
 log = structlog.get_logger("reconcile.sharding")
 
 EXPIRY_SLACK: Final = 0.1
 """Seconds after a Lease's expiry at which membership is looked at again."""
 _MEMBERSHIP: Final = Request("membership")
+KEY_INDEX: Final = "sharding:key"
+"""The index of the sharder's cache that groups objects by their ring key."""
 
 
 class _Membership:
@@ -56,6 +60,17 @@ class _Membership:
 
     def requests(self, event: Event) -> list[Request]:
         return [_MEMBERSHIP]
+
+
+@dataclass(frozen=True)
+class _ByKey:
+    """An object's event enqueues its key."""
+
+    kind: ShardedKind
+
+    def requests(self, event: Event) -> list[Request]:
+        keys = {self.kind.key(obj) for obj in (event.obj, event.old) if obj}
+        return [Request(key) for key in keys if key is not None]
 
 
 class Sharder:
@@ -66,7 +81,7 @@ class Sharder:
         ring: the kinds to assign and the labels to use.
         namespace: where the shard Leases are (default: the manager's leader election
             namespace, as ``Shard``'s default).
-        workers: concurrent label patches per kind.
+        workers: keys settled concurrently.
     """
 
     def __init__(
@@ -79,9 +94,9 @@ class Sharder:
         self.live: tuple[str, ...] | None = None
         self._workers = workers
         self._metrics = SharderMetrics.for_registry(manager.registry)
-        self._drains: dict[tuple[str, str], float] = {}
+        self._drains: dict[str, float] = {}
         self._cache: Cache | None = None
-        self._assigners: list[Controller] = []
+        self._keys: Controller | None = None
 
     def __repr__(self) -> str:
         return f"Sharder(ring={self.ring.name!r})"
@@ -91,38 +106,29 @@ class Sharder:
         cache = Cache(self.manager.api_reader, options=self._cache_options())
         self._cache = cache
         registry = self.manager.registry
-        options = ControllerOptions(max_concurrent_reconciles=self._workers)
-        self._assigners = [
-            self._assigner(cache, kind, options, registry) for kind in self.ring.kinds
-        ]
+        keys = Controller(
+            f"sharder-{self.ring.name}",
+            self._reconcile_key,
+            options=ControllerOptions(max_concurrent_reconciles=self._workers),
+            registry=registry,
+        )
+        for kind in self.ring.kinds:
+            cache.index_field(kind.gvk, KEY_INDEX, _key_index(kind))
+            keys.watch(Kind(cache, kind.gvk, _ByKey(kind), metadata_only=True))
+        self._keys = keys
         membership = Controller(
-            f"sharder-{self.ring.name}", self._reconcile_membership, registry=registry
+            f"sharder-{self.ring.name}-leases", self._reconcile_membership, registry=registry
         )
         membership.watch(Kind(cache, LEASE, _Membership()))
         async with anyio.create_task_group() as group:
             await group.start(cache.run)
-            for controller in (membership, *self._assigners):
-                group.start_soon(controller.run)
+            group.start_soon(membership.run)
+            group.start_soon(keys.run)
             task_status.started()
 
     def _cache_options(self) -> CacheOptions:
         leases = ByObject(namespaces=(self.namespace,), label_selector=self.ring.lease_label)
         return CacheOptions(by_object={LEASE: leases})
-
-    def _assigner(
-        self, cache: Cache, kind: ShardedKind, options: ControllerOptions, registry: Any
-    ) -> Controller:
-        async def assign(request: Request) -> Result | None:
-            return await self._assign(cache, kind, request)
-
-        controller = Controller(
-            f"sharder-{self.ring.name}-{kind.gvk.kind.lower()}",
-            assign,
-            options=options,
-            registry=registry,
-        )
-        controller.watch(Kind(cache, kind.gvk, EnqueueRequestForObject(), metadata_only=True))
-        return controller
 
     # --- membership ------------------------------------------------------------------------------
 
@@ -143,54 +149,71 @@ class Sharder:
 
     async def _enqueue_all(self) -> None:
         assert self._cache is not None
-        for kind, controller in zip(self.ring.kinds, self._assigners, strict=True):
+        assert self._keys is not None
+        for kind in self.ring.kinds:
             listed = await self._cache.list(kind.gvk, metadata_only=True)
             for item in listed["items"]:
-                metadata = item["metadata"]
-                controller.queue.add(Request(metadata["name"], metadata.get("namespace") or ""))
+                key = kind.key(item)
+                if key is not None:
+                    self._keys.queue.add(Request(key))
 
     # --- assignment ------------------------------------------------------------------------------
 
-    async def _assign(self, cache: Cache, kind: ShardedKind, request: Request) -> Result | None:
+    async def _reconcile_key(self, request: Request) -> Result | None:
         live = self.live
         if not live:
-            return None  # no shard yet: assigned when the first one appears
-        try:
-            obj = await cache.get(
-                kind.gvk, request.name, namespace=request.namespace or None, metadata_only=True
-            )
-        except NotFound:
-            self._drains.pop((kind.gvk.kind, _key(request)), None)
+            return None  # no shard yet: every key is enqueued when the first one appears
+        key = request.name
+        group = await self._group(key)
+        if not group:
+            self._drains.pop(key, None)
             return None
-        key = kind.key(obj)
-        if key is None:
-            return None
-        await self._settle(kind, obj, owner(live, key), live)
+        await self._settle(key, group, owner(live, key), live)
         return None
 
+    async def _group(self, key: str) -> list[tuple[ShardedKind, dict[str, Any]]]:
+        assert self._cache is not None
+        group: list[tuple[ShardedKind, dict[str, Any]]] = []
+        for kind in self.ring.kinds:
+            listed = await self._cache.list(kind.gvk, index=(KEY_INDEX, key), metadata_only=True)
+            group.extend((kind, item) for item in listed["items"])
+        return group
+
     async def _settle(
-        self, kind: ShardedKind, obj: Mapping[str, Any], desired: str | None, live: tuple[str, ...]
+        self,
+        key: str,
+        group: list[tuple[ShardedKind, dict[str, Any]]],
+        desired: str | None,
+        live: tuple[str, ...],
     ) -> None:
         ring = self.ring
-        labels = obj["metadata"].get("labels") or {}
-        current, draining = labels.get(ring.shard_label), ring.drain_label in labels
-        drain_key = (kind.gvk.kind, _object_key(obj))
-        if current == desired:
-            if draining:
-                await self._label(kind, obj, {ring.drain_label: None})
+        elsewhere = [
+            (kind, obj)
+            for kind, obj in group
+            if _labels(obj).get(ring.shard_label) not in (None, desired)
+            and _labels(obj).get(ring.shard_label) in live
+        ]
+        if elsewhere:
+            for kind, obj in elsewhere:
+                if ring.drain_label not in _labels(obj):
+                    await self._label(kind, obj, {ring.drain_label: "true"})
+            self._drains.setdefault(key, anyio.current_time())
             return
-        if current and current in live:
-            if not draining:
-                await self._label(kind, obj, {ring.drain_label: "true"})
-                self._drains[drain_key] = anyio.current_time()
-            return
-        await self._label(kind, obj, {ring.shard_label: desired, ring.drain_label: None})
-        self._metrics.assignments.labels(ring.name, desired).inc()
-        started = self._drains.pop(drain_key, None)
+        moved = False
+        for kind, obj in group:
+            labels = _labels(obj)
+            current = labels.get(ring.shard_label)
+            if current == desired and ring.drain_label not in labels:
+                continue
+            await self._label(kind, obj, {ring.shard_label: desired, ring.drain_label: None})
+            if current != desired:
+                self._metrics.assignments.labels(ring.name, desired).inc()
+                moved = moved or current is not None
+        started = self._drains.pop(key, None)
         if started is not None:
             self._metrics.moves.labels(ring.name, "drained").inc()
             self._metrics.drain_seconds.labels(ring.name).observe(anyio.current_time() - started)
-        elif current:
+        elif moved:
             self._metrics.moves.labels(ring.name, "dead").inc()
 
     async def _label(
@@ -199,7 +222,7 @@ class Sharder:
         """Patch ``labels`` on ``obj``, if it is still the version the decision was made on.
 
         Raises:
-            Conflict: it changed since (the controller retries on the newer object).
+            Conflict: it changed since (the key is retried on the newer objects).
         """
         metadata = obj["metadata"]
         patch = {"metadata": {"resourceVersion": metadata["resourceVersion"], "labels": labels}}
@@ -211,11 +234,13 @@ class Sharder:
             return
 
 
-def _key(request: Request) -> str:
-    return f"{request.namespace}/{request.name}" if request.namespace else request.name
+def _key_index(kind: ShardedKind) -> IndexFunc:
+    def index(obj: Obj) -> list[str]:
+        key = kind.key(obj)
+        return [key] if key is not None else []
+
+    return index
 
 
-def _object_key(obj: Mapping[str, Any]) -> str:
-    metadata = obj["metadata"]
-    namespace = metadata.get("namespace") or ""
-    return f"{namespace}/{metadata['name']}" if namespace else str(metadata["name"])
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}

@@ -1,8 +1,10 @@
 """Sharding against the real kube-apiserver: Leases for membership, labels for assignment.
 
-Three managers (one process each here, each with leader election, so one of them runs the
-sharder) shard the ConfigMaps of a namespace of their own. Their reconciles record replica, key,
-start and end; no key may ever be reconciled by two replicas at once. Each replica's cache must
+Three managers (in this process, each with leader election, so one of them runs the sharder)
+shard the ConfigMaps and Secrets of a namespace of their own; a Secret has the key of the
+ConfigMap of its name, so the two move together, as a template and its binding would. Every
+reconcile of either kind records replica, key, start and end; no key may ever be reconciled by two
+replicas at once. Each replica's cache must
 hold exactly its shard's objects; a shard that joins takes over the keys it now owns, drained from
 their old shard first; a shard that leaves cleanly hands its keys over at once; a shard whose Lease
 nobody renews loses its keys once the Lease expired.
@@ -30,6 +32,7 @@ from tests.builders import configmap, manager_of, scaled
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
+SECRET = GVK("", "v1", "Secret")
 OBJECTS = 36
 LEASE_DURATION = scaled(2.0)
 RENEW_DEADLINE = scaled(1.5)
@@ -73,9 +76,12 @@ class Replica:
 def _ring(namespace: str) -> Ring:
     def key(obj: Mapping[str, Any]) -> str | None:
         # Only this test's ConfigMaps: the sharder sees every ConfigMap of the cluster.
-        return object_key(obj) if obj["metadata"].get("namespace") == namespace else None
+        metadata = obj["metadata"]
+        mine = metadata.get("namespace") == namespace and metadata["name"].startswith("cm-")
+        return object_key(obj) if mine else None
 
-    return Ring(f"t{secrets.token_hex(3)}", kinds=(ShardedKind(CONFIGMAP, key=key),))
+    kinds = (ShardedKind(CONFIGMAP, key=key), ShardedKind(SECRET, key=key))
+    return Ring(f"t{secrets.token_hex(3)}", kinds=kinds)
 
 
 @dataclass
@@ -120,13 +126,14 @@ class Fleet:
             self.record.spans.append((name, key, start, anyio.current_time()))
 
         options = ControllerOptions(need_leader_election=False, max_concurrent_reconciles=4)
-        (
-            controller_managed_by(manager)
-            .named(f"configmaps-{name}")
-            .for_(CONFIGMAP)
-            .with_options(options)
-            .complete(shard.guard(CONFIGMAP, reconcile))
-        )
+        for gvk in (CONFIGMAP, SECRET):
+            (
+                controller_managed_by(manager)
+                .named(f"{gvk.kind.lower()}s-{name}")
+                .for_(gvk)
+                .with_options(options)
+                .complete(shard.guard(gvk, reconcile))
+            )
         replica = Replica(manager, shard, anyio.CancelScope())
         self.replicas[name] = replica
         await self.group.start(self._run, replica)
@@ -145,26 +152,32 @@ class Fleet:
         with anyio.fail_after(scaled(30)):
             await replica.stopped.wait()
 
+    async def objects(self) -> list[dict[str, Any]]:
+        items = []
+        for gvk in (CONFIGMAP, SECRET):
+            listed = await self.client.list(gvk, namespace=self.namespace)
+            items += [o for o in listed["items"] if o["metadata"]["name"].startswith("cm-")]
+        return items
+
     async def assignments(self) -> dict[str, str | None]:
-        listed = await self.client.list(CONFIGMAP, namespace=self.namespace)
         return {
             object_key(cm) or "": (cm["metadata"].get("labels") or {}).get(self.ring.shard_label)
-            for cm in listed["items"]
+            for cm in await self.objects()
         }
 
     async def settled_on(self, shards: list[str]) -> dict[str, str | None]:
         """Wait until every object is assigned to its owner among ``shards``, undrained."""
 
         async def settled() -> dict[str, str | None] | None:
-            listed = await self.client.list(CONFIGMAP, namespace=self.namespace)
-            found = {}
-            for cm in listed["items"]:
+            found: dict[str, str | None] = {}
+            for cm in await self.objects():
                 labels, key = cm["metadata"].get("labels") or {}, object_key(cm) or ""
                 if self.ring.drain_label in labels or labels.get(self.ring.shard_label) != owner(
                     shards, key
                 ):
                     return None
-                found[key] = labels[self.ring.shard_label]
+                if found.setdefault(key, labels[self.ring.shard_label]) != found[key]:
+                    return None
             return found if len(found) == OBJECTS else None
 
         return await eventually(settled, timeout=SETTLE, interval=0.1)
@@ -177,6 +190,8 @@ async def fleet(host: ControlPlane, client: Client) -> AsyncIterator[Fleet]:
     try:
         for index in range(OBJECTS):
             await client.create(configmap(f"cm-{index}", namespace, index=str(index)))
+            meta = {"name": f"cm-{index}", "namespace": namespace}
+            await client.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta})
         async with anyio.create_task_group() as group:
             made = Fleet(host, client, namespace, _ring(namespace), group)
             try:
@@ -191,7 +206,7 @@ async def fleet(host: ControlPlane, client: Client) -> AsyncIterator[Fleet]:
 def _cached(replica: Replica, namespace: str) -> set[str]:
     keys: set[str] = set()
     for scope, informer in replica.manager.cache.informers().items():
-        if scope.gvk == CONFIGMAP:
+        if scope.gvk in (CONFIGMAP, SECRET):
             stored = informer.indexer.keys()
             keys |= {key for key in stored if key.startswith(f"{namespace}/")}
     return keys
@@ -236,7 +251,7 @@ async def test_shards_own_disjoint_parts_and_a_joining_shard_takes_its_keys_afte
             for name, r in ring.replicas.items()
             if name != "r2"
         )
-        assert released == len(moved), "every moved key was drained by its old shard"
+        assert released == 2 * len(moved), "both objects of every moved key were drained"
 
         async def new_shard_reconciled_its_keys() -> bool:
             return moved <= ring.record.reconciled_by("r2")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from reconcile.gvk import GVK
@@ -57,24 +57,63 @@ class ShardedKind:
     key: KeyFunc = object_key
 
 
-@dataclass(frozen=True)
+KindListener = Callable[[ShardedKind], None]
+
+
 class Ring:
     """A named set of kinds sharded together over the shards whose Leases carry the ring label.
 
+    Kinds may be added while running (``add``: template kinds a controller discovers); the Shard
+    and the Sharder of the ring hear of each through ``subscribe`` and start holding it.
+
     Raises:
         ValueError: (at construction) a name that is not a DNS label short enough for a label
-            key, no kinds, or one kind twice.
+            key, or one kind twice.
     """
 
-    name: str
-    kinds: tuple[ShardedKind, ...] = field(default_factory=tuple)
+    def __init__(self, name: str, kinds: Iterable[ShardedKind] = ()) -> None:
+        if not name or len(name) > _NAME_LIMIT or not _dns_label(name):
+            raise ValueError(f"ring name {name!r} must be a DNS label (a-z, 0-9, '-')")
+        self.name = name
+        self._kinds: dict[GVK, ShardedKind] = {}
+        self._listeners: list[KindListener] = []
+        for kind in kinds:
+            if kind.gvk in self._kinds:
+                raise ValueError(f"ring {name!r} has {kind.gvk} twice: each kind once")
+            self._kinds[kind.gvk] = kind
 
-    def __post_init__(self) -> None:
-        if not self.name or len(self.name) > _NAME_LIMIT or not _dns_label(self.name):
-            raise ValueError(f"ring name {self.name!r} must be a DNS label (a-z, 0-9, '-')")
-        gvks = [kind.gvk for kind in self.kinds]
-        if not gvks or len(set(gvks)) != len(gvks):
-            raise ValueError(f"ring {self.name!r} needs kinds, each once (got {gvks})")
+    def __repr__(self) -> str:
+        return f"Ring({self.name!r}, kinds={[str(g) for g in self._kinds]})"
+
+    @property
+    def kinds(self) -> tuple[ShardedKind, ...]:
+        """The ring's kinds, in the order they were added."""
+        return tuple(self._kinds.values())
+
+    def add(self, kind: ShardedKind) -> bool:
+        """Shard ``kind`` too; whether it is new (the same kind again does nothing).
+
+        Raises:
+            ValueError: ``kind.gvk`` is in the ring with another key function.
+            Exception: whatever a subscriber raised (the kind stays added for the others).
+        """
+        known = self._kinds.get(kind.gvk)
+        if known is not None:
+            if known != kind:
+                raise ValueError(f"{kind.gvk} is in ring {self.name!r} with another key")
+            return False
+        self._kinds[kind.gvk] = kind
+        for listener in list(self._listeners):
+            listener(kind)
+        return True
+
+    def subscribe(self, listener: KindListener) -> None:
+        """Call ``listener(kind)`` for every kind added from now on."""
+        self._listeners.append(listener)
+
+    def has(self, gvk: GVK) -> bool:
+        """Whether ``gvk`` is one of the ring's kinds."""
+        return gvk in self._kinds
 
     @property
     def shard_label(self) -> str:
@@ -97,14 +136,21 @@ class Ring:
         Raises:
             KeyError: ``gvk`` is not a kind of this ring.
         """
-        for kind in self.kinds:
-            if kind.gvk == gvk:
-                return kind
-        raise KeyError(f"{gvk} is not sharded by ring {self.name!r}")
+        try:
+            return self._kinds[gvk]
+        except KeyError:
+            raise KeyError(f"{gvk} is not sharded by ring {self.name!r}") from None
 
     def selector(self, shard: str) -> str:
         """The label selector of the objects assigned to ``shard``."""
         return f"{self.shard_label}={shard}"
+
+    def inherit(self, parent: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, str]:
+        """``labels`` with ``parent``'s shard label, for a child written with its parent's key:
+        created on the parent's shard, it is in that shard's cache at once instead of after the
+        sharder labelled it (the sharder agrees, the key being the same)."""
+        shard = ((parent.get("metadata") or {}).get("labels") or {}).get(self.shard_label)
+        return {**labels, self.shard_label: shard} if shard else dict(labels)
 
 
 def owner(shards: Iterable[str], key: str) -> str | None:

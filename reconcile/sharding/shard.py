@@ -26,8 +26,9 @@ its objects move at once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import anyio
@@ -47,9 +48,9 @@ from reconcile.leaderelection import (
 from reconcile.manager import Manager
 from reconcile.reconciler import Reconciler, ReconcilerFunc, Request, Result, as_reconciler
 from reconcile.sharding.metrics import SharderMetrics, register_shard_objects
-from reconcile.sharding.ring import Ring
+from reconcile.sharding.ring import Ring, ShardedKind
 
-__all__ = ["NOT_CACHED_RETRY", "Shard"]
+__all__ = ["NOT_CACHED_RETRY", "Route", "Shard"]
 
 log = structlog.get_logger("reconcile.sharding")
 
@@ -103,7 +104,8 @@ class Shard:
         self._keys: dict[str, _Keys] = {}
         for ring in rings:
             for kind in ring.kinds:
-                manager.cache.configure(kind.gvk, ByObject(shard_selector=ring.selector(self.name)))
+                self._hold(ring, kind)
+            ring.subscribe(functools.partial(self._hold, ring))
         register_shard_objects(manager.registry, manager.cache, rings)
         self.released = SharderMetrics.for_registry(manager.registry).released
 
@@ -121,7 +123,7 @@ class Shard:
             KeyError: no ring of this shard has ``gvk``.
         """
         for ring in self.rings:
-            if any(kind.gvk == gvk for kind in ring.kinds):
+            if ring.has(gvk):
                 return ring
         raise KeyError(f"{gvk} is not sharded by {self!r}")
 
@@ -144,6 +146,17 @@ class Shard:
         """Give the Lease up (the manager calls it once all its runnables stopped)."""
         await self._elector.release()
 
+    def _hold(self, ring: Ring, kind: ShardedKind) -> None:
+        """Scope the cache of ``kind`` to this shard (before anything reads it).
+
+        Raises:
+            ValueError: another ring of this shard has the kind, or the cache read it already.
+        """
+        if any(other is not ring and other.has(kind.gvk) for other in self.rings):
+            raise ValueError(f"{kind.gvk} is in two rings of {self!r}")
+        scope = ByObject(shard_selector=ring.selector(self.name))
+        self.manager.cache.configure(kind.gvk, scope)
+
     def keys_of(self, ring: Ring) -> _Keys:
         """The per-key bookkeeping every guard of ``ring`` on this replica shares."""
         return self._keys.setdefault(ring.name, _Keys())
@@ -154,7 +167,14 @@ class Shard:
         Raises:
             KeyError: ``gvk`` is not sharded by this shard's rings.
         """
-        return _Guard(self, self.ring_of(gvk), gvk, as_reconciler(reconciler))
+        ring = self.ring_of(gvk)
+        return self.guard_by(lambda request: (ring, gvk, request), reconciler)
+
+    def guard_by(self, route: Route, reconciler: Reconciler | ReconcilerFunc) -> Reconciler:
+        """``reconciler`` behind the guard, for a queue of several kinds (or of requests that
+        encode their kind): ``route(request)`` says which ring, kind and object a request is
+        about, or None to pass it through unguarded (a kind no ring shards)."""
+        return _Guard(self, route, as_reconciler(reconciler))
 
 
 class _Keys:
@@ -183,20 +203,38 @@ class _Keys:
             await self.idle.setdefault(key, anyio.Event()).wait()
 
 
+Route = Callable[[Request], "tuple[Ring, GVK, Request] | None"]
+"""Which ring, kind and object a request of a guarded queue is about (None: not sharded)."""
+
+
 class _Guard:
-    def __init__(self, shard: Shard, ring: Ring, gvk: GVK, inner: Reconciler) -> None:
-        self._shard, self._ring, self._gvk, self._inner = shard, ring, gvk, inner
-        self._kind = ring.kind(gvk)
-        self._keys = shard.keys_of(ring)
+    def __init__(self, shard: Shard, route: Route, inner: Reconciler) -> None:
+        self._shard, self._route, self._inner = shard, route, inner
 
     async def reconcile(self, request: Request) -> Result | None:
+        routed = self._route(request)
+        if routed is None:
+            return await self._inner.reconcile(request)
+        ring, gvk, target = routed
+        return await _Guarded(self._shard, ring, gvk, self._inner).reconcile(request, target)
+
+
+class _Guarded:
+    """One request's pass through the guard."""
+
+    def __init__(self, shard: Shard, ring: Ring, gvk: GVK, inner: Reconciler) -> None:
+        self._shard, self._ring, self._gvk, self._inner = shard, ring, gvk, inner
+        self._keys = shard.keys_of(ring)
+
+    async def reconcile(self, request: Request, target: Request) -> Result | None:
         manager = self._shard.manager
-        namespace = request.namespace or None
         try:
-            obj = await manager.cache.get(self._gvk, request.name, namespace=namespace)
+            obj = await manager.cache.get(
+                self._gvk, target.name, namespace=target.namespace or None
+            )
         except NotFound:
-            return await self._not_cached(request)
-        key = self._kind.key(obj)
+            return await self._not_cached(request, target)
+        key = self._ring.kind(self._gvk).key(obj)
         if key is None:
             return await self._inner.reconcile(request)
         name = _object_name(obj)
@@ -215,10 +253,10 @@ class _Guard:
         async with self._keys.reconciling(key):
             return await self._inner.reconcile(request)
 
-    async def _not_cached(self, request: Request) -> Result | None:
+    async def _not_cached(self, request: Request, target: Request) -> Result | None:
         client = self._shard.manager.api_reader
         try:
-            live = await client.get(self._gvk, request.name, namespace=request.namespace or None)
+            live = await client.get(self._gvk, target.name, namespace=target.namespace or None)
         except NotFound:
             return await self._inner.reconcile(request)  # deleted: the reconciler's own case
         if _labels(live).get(self._ring.shard_label) == self._shard.name:
@@ -266,6 +304,3 @@ def _check(name: str, rings: tuple[Ring, ...]) -> None:
         raise ValueError(f"shard name {name!r} must be a label value (63 characters at most)")
     if not (name[0].isalnum() and name[-1].isalnum()):
         raise ValueError(f"shard name {name!r} must begin and end with a letter or digit")
-    gvks = [kind.gvk for ring in rings for kind in ring.kinds]
-    if len(set(gvks)) != len(gvks):
-        raise ValueError(f"a kind may belong to one ring of a shard only (got {gvks})")

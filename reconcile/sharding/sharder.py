@@ -97,6 +97,7 @@ class Sharder:
         self._drains: dict[str, float] = {}
         self._cache: Cache | None = None
         self._keys: Controller | None = None
+        ring.subscribe(self._watch_new_kind)
 
     def __repr__(self) -> str:
         return f"Sharder(ring={self.ring.name!r})"
@@ -113,8 +114,7 @@ class Sharder:
             registry=registry,
         )
         for kind in self.ring.kinds:
-            cache.index_field(kind.gvk, KEY_INDEX, _key_index(kind))
-            keys.watch(Kind(cache, kind.gvk, _ByKey(kind), metadata_only=True))
+            _watch(cache, keys, kind)
         self._keys = keys
         membership = Controller(
             f"sharder-{self.ring.name}-leases", self._reconcile_membership, registry=registry
@@ -125,6 +125,11 @@ class Sharder:
             group.start_soon(membership.run)
             group.start_soon(keys.run)
             task_status.started()
+
+    def _watch_new_kind(self, kind: ShardedKind) -> None:
+        # While leading; else run() watches every kind the ring has by then.
+        if self._cache is not None and self._keys is not None:
+            _watch(self._cache, self._keys, kind)
 
     def _cache_options(self) -> CacheOptions:
         leases = ByObject(namespaces=(self.namespace,), label_selector=self.ring.lease_label)
@@ -232,6 +237,11 @@ class Sharder:
             )
         except NotFound:
             return
+
+
+def _watch(cache: Cache, keys: Controller, kind: ShardedKind) -> None:
+    cache.index_field(kind.gvk, KEY_INDEX, _key_index(kind))
+    keys.watch(Kind(cache, kind.gvk, _ByKey(kind), metadata_only=True))
 
 
 def _key_index(kind: ShardedKind) -> IndexFunc:

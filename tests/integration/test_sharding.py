@@ -73,14 +73,18 @@ class Replica:
     stopped: anyio.Event = field(default_factory=anyio.Event)
 
 
-def _ring(namespace: str) -> Ring:
+def _kind(gvk: GVK, namespace: str) -> ShardedKind:
     def key(obj: Mapping[str, Any]) -> str | None:
-        # Only this test's ConfigMaps: the sharder sees every ConfigMap of the cluster.
+        # Only this test's objects: the sharder sees every ConfigMap and Secret of the cluster.
         metadata = obj["metadata"]
         mine = metadata.get("namespace") == namespace and metadata["name"].startswith("cm-")
         return object_key(obj) if mine else None
 
-    kinds = (ShardedKind(CONFIGMAP, key=key), ShardedKind(SECRET, key=key))
+    return ShardedKind(gvk, key=key)
+
+
+def _ring(namespace: str) -> Ring:
+    kinds = (_kind(CONFIGMAP, namespace), _kind(SECRET, namespace))
     return Ring(f"t{secrets.token_hex(3)}", kinds=kinds)
 
 
@@ -117,6 +121,17 @@ class Fleet:
         manager.add(shard)
         manager.add(Sharder(manager, self.ring, namespace=self.namespace))
 
+        replica = Replica(manager, shard, anyio.CancelScope())
+        for kind in self.ring.kinds:
+            self.watch(replica, kind.gvk)
+        self.replicas[name] = replica
+        await self.group.start(self._run, replica)
+        return replica
+
+    def watch(self, replica: Replica, gvk: GVK) -> None:
+        """Run a recording controller of ``gvk`` on ``replica``, behind its shard's guard."""
+        name = replica.shard.name
+
         async def reconcile(request: Request) -> None:
             if request.namespace != self.namespace:
                 return
@@ -126,18 +141,13 @@ class Fleet:
             self.record.spans.append((name, key, start, anyio.current_time()))
 
         options = ControllerOptions(need_leader_election=False, max_concurrent_reconciles=4)
-        for gvk in (CONFIGMAP, SECRET):
-            (
-                controller_managed_by(manager)
-                .named(f"{gvk.kind.lower()}s-{name}")
-                .for_(gvk)
-                .with_options(options)
-                .complete(shard.guard(gvk, reconcile))
-            )
-        replica = Replica(manager, shard, anyio.CancelScope())
-        self.replicas[name] = replica
-        await self.group.start(self._run, replica)
-        return replica
+        (
+            controller_managed_by(replica.manager)
+            .named(f"{gvk.kind.lower()}s-{name}")
+            .for_(gvk)
+            .with_options(options)
+            .complete(replica.shard.guard(gvk, reconcile))
+        )
 
     async def _run(self, replica: Replica, *, task_status: Any) -> None:
         try:
@@ -184,7 +194,9 @@ class Fleet:
 
 
 @contextlib.asynccontextmanager
-async def fleet(host: ControlPlane, client: Client) -> AsyncIterator[Fleet]:
+async def fleet(
+    host: ControlPlane, client: Client, ring: Ring | None = None
+) -> AsyncIterator[Fleet]:
     namespace = f"shard-{secrets.token_hex(3)}"
     await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     try:
@@ -193,7 +205,7 @@ async def fleet(host: ControlPlane, client: Client) -> AsyncIterator[Fleet]:
             meta = {"name": f"cm-{index}", "namespace": namespace}
             await client.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta})
         async with anyio.create_task_group() as group:
-            made = Fleet(host, client, namespace, _ring(namespace), group)
+            made = Fleet(host, client, namespace, ring or _ring(namespace), group)
             try:
                 yield made
             finally:
@@ -301,3 +313,21 @@ async def test_a_shard_whose_lease_expires_loses_its_keys_without_a_drain(
         lease = await client.get(LEASE, "ghost", namespace=ring.namespace)
         assert lease["spec"]["holderIdentity"] == "ghost", "nobody took the dead shard's Lease"
         assert ring.record.overlaps() == []
+
+
+async def test_a_kind_added_to_a_running_ring_is_assigned_and_reconciled(
+    host: ControlPlane, client: Client
+) -> None:
+    # A ring that starts empty, as the detector's does before it discovers template kinds.
+    async with fleet(host, client, Ring(f"t{secrets.token_hex(3)}")) as ring:
+        replica = await ring.add("r0")
+        for gvk in (CONFIGMAP, SECRET):
+            assert ring.ring.add(_kind(gvk, ring.namespace))
+            ring.watch(replica, gvk)
+        await ring.settled_on(["r0"])
+
+        async def reconciled() -> bool:
+            return len(ring.record.reconciled_by("r0")) == OBJECTS
+
+        await eventually(reconciled, timeout=SETTLE)
+        assert _cached(replica, ring.namespace) == set(await ring.assignments())

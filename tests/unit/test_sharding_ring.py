@@ -33,7 +33,7 @@ def test_no_shard_owns_nothing() -> None:
 def test_ring_names_are_label_safe_and_kinds_unique() -> None:
     with pytest.raises(ValueError, match="DNS label"):
         Ring("Bad_Name", kinds=(ShardedKind(CONFIGMAP),))
-    with pytest.raises(ValueError, match="each once"):
+    with pytest.raises(ValueError, match="each kind once"):
         Ring("r", kinds=(ShardedKind(CONFIGMAP), ShardedKind(CONFIGMAP)))
     ring = Ring("templates", kinds=(ShardedKind(CONFIGMAP),))
     assert ring.shard_label == "shard.sharding.reconcile.io/templates"
@@ -58,3 +58,17 @@ def test_a_shard_is_live_until_its_lease_goes_unchanged_for_its_duration() -> No
     members.observe([_lease("a", "", "t2")])  # released: gone at once, b forgotten
     assert members.live() == ()
     assert members.next_expiry() is None
+
+
+def test_kinds_added_later_reach_every_subscriber_once() -> None:
+    ring = Ring("templates")
+    heard: list[GVK] = []
+    ring.subscribe(lambda kind: heard.append(kind.gvk))
+    assert ring.add(ShardedKind(CONFIGMAP))
+    assert not ring.add(ShardedKind(CONFIGMAP))
+    assert heard == [CONFIGMAP]
+    with pytest.raises(ValueError, match="another key"):
+        ring.add(ShardedKind(CONFIGMAP, key=lambda obj: "x"))
+    parent = {"metadata": {"labels": {ring.shard_label: "r1", ring.drain_label: "true"}}}
+    assert ring.inherit(parent, {"a": "b"}) == {"a": "b", ring.shard_label: "r1"}
+    assert ring.inherit({"metadata": {}}, {"a": "b"}) == {"a": "b"}

@@ -4,10 +4,12 @@ demo and the operator commands (taint, cordon, uncordon, unjoin, get)."""
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -31,6 +33,9 @@ from reconcile import (
 from reconcile.manager import DEFAULT_METRICS_BIND_ADDRESS
 from reconcile.webhook import DEFAULT_CERT_DIR
 from testenv.cli import add_testenv_parser
+
+if TYPE_CHECKING:
+    from controllers.sharding import ShardingOptions
 
 __all__ = ["main"]
 
@@ -81,9 +86,41 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
         "ones), asked before the bundled customizations; a file that does not load is logged",
     )
     _add_failover_flags(parser)
+    _add_sharding_flags(parser)
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=_controller_manager)
+
+
+def _add_sharding_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shards",
+        choices=["none", "auto"],
+        default="none",
+        help="auto: spread templates over the replicas (each holds a shard Lease in the leader "
+        "election namespace; needs --leader-elect); none (default): one replica does all",
+    )
+    parser.add_argument(
+        "--shard-name",
+        default=os.environ.get("POD_NAME") or socket.gethostname(),
+        help="this replica's shard (default: $POD_NAME, else the host name)",
+    )
+
+
+def _sharding(args: argparse.Namespace) -> ShardingOptions | None:
+    from controllers.sharding import ShardingOptions  # with the controllers, not for every command
+
+    if args.shards == "none":
+        return None
+    if not args.leader_elect:
+        raise ValueError("--shards=auto needs --leader-elect: the leader assigns the shards")
+    return ShardingOptions(
+        name=args.shard_name,
+        namespace=args.leader_elect_resource_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
 
 
 def _bool(text: str) -> bool:
@@ -266,6 +303,7 @@ def _controller_manager(args: argparse.Namespace) -> int:
     )
     try:
         cluster_health, failover = _failover(args)
+        sharding = _sharding(args)
         anyio.run(
             lambda: run_controller_manager(
                 args.kubeconfig,
@@ -278,6 +316,7 @@ def _controller_manager(args: argparse.Namespace) -> int:
                 interpreter_customizations=args.interpreter_customizations,
                 cluster_health=cluster_health,
                 failover=failover,
+                sharding=sharding,
             )
         )
     except (ConfigError, ValueError, argparse.ArgumentTypeError, InterpreterError) as error:

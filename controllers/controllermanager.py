@@ -31,11 +31,12 @@ from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.customization import bundled_customizations
 from controllers.interpreter.directory import load_customization_directory, thirdparty_backend
 from controllers.interpreter.facade import Interpreter
+from controllers.sharding import Sharding, ShardingOptions
 from reconcile import Manager, ManagerOptions
 
 _log = structlog.get_logger("controllers.controllermanager")
 
-__all__ = ["CONTROLLERS", "DISABLED_BY_DEFAULT", "build", "run_controller_manager"]
+__all__ = ["CONTROLLERS", "DISABLED_BY_DEFAULT", "NOT_SHARDED", "build", "run_controller_manager"]
 
 Setup = Callable[[Context], None]
 
@@ -77,6 +78,10 @@ CONTROLLERS: Final[Mapping[str, Setup]] = {
     "application-failover": _lazy("controllers.eviction.applicationfailover:setup"),
 }
 
+NOT_SHARDED: Final = frozenset({"dependencies-distributor"})
+"""Controllers left out of a sharded controller-manager: an attached binding has its
+dependency's key, so it is on another replica than the binding that needs it."""
+
 DISABLED_BY_DEFAULT: Final = frozenset({"webhook"})
 """Controllers ``*`` leaves out, as karmada-controller-manager's ``*`` does its opt-in ones: name
 them to run them (``--controllers=*,webhook``)."""
@@ -111,6 +116,7 @@ def build(
     interpreter: Interpreter | None = None,
     cluster_health: ClusterHealthOptions | None = None,
     failover: FailoverOptions | None = None,
+    sharding: ShardingOptions | None = None,
 ) -> Context:
     """Set up the selected controllers on ``manager`` and return their shared Context.
 
@@ -119,9 +125,10 @@ def build(
     sets which member connections Clusters may ask for (default: https only, Secrets from
     ``karmada-cluster`` only). ``cluster_health`` sets the health monitor's periods and
     ``failover`` the taint and graceful eviction (default: Karmada's, taint eviction off).
+    ``sharding`` makes this replica one shard of several (``controllers.sharding``).
 
     Raises:
-        ValueError: an unknown controller name.
+        ValueError: an unknown controller name, or one that cannot run sharded.
     """
     registry = MemberRegistry(
         manager, kubeconfigs=member_kubeconfigs, scratch=scratch, options=members
@@ -131,9 +138,29 @@ def build(
         context.interpreter = interpreter
     context.cluster_health = cluster_health or ClusterHealthOptions()
     context.failover = failover or FailoverOptions()
-    for name in _selected(controllers):
+    chosen = _selected(controllers)
+    if sharding is not None:
+        chosen = _unsharded_left_out(chosen, controllers)
+        # Before any setup: setups open informers of the sharded kinds.
+        context.sharding = Sharding(manager, sharding)
+    for name in chosen:
         CONTROLLERS[name](context)
     return context
+
+
+def _unsharded_left_out(chosen: list[str], asked: Sequence[str] | None) -> list[str]:
+    """``chosen`` without the controllers that cannot run sharded (``NOT_SHARDED``).
+
+    Raises:
+        ValueError: one of them was named explicitly.
+    """
+    named = sorted(set(asked or ()) & NOT_SHARDED)
+    if named:
+        raise ValueError(f"{', '.join(named)} cannot run with --shards (yet): leave it out")
+    left = [name for name in chosen if name in NOT_SHARDED]
+    if left:
+        _log.warning("not running with --shards", controllers=left)
+    return [name for name in chosen if name not in NOT_SHARDED]
 
 
 async def run_controller_manager(
@@ -148,6 +175,7 @@ async def run_controller_manager(
     interpreter_customizations: Path | None = None,
     cluster_health: ClusterHealthOptions | None = None,
     failover: FailoverOptions | None = None,
+    sharding: ShardingOptions | None = None,
 ) -> None:
     """Run the controllers against the host until SIGTERM/SIGINT.
 
@@ -169,6 +197,7 @@ async def run_controller_manager(
         interpreter=await _interpreter(interpreter_customizations),
         cluster_health=cluster_health,
         failover=failover,
+        sharding=sharding,
     )
     await manager.run_until_signalled()
 

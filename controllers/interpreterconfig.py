@@ -118,6 +118,8 @@ def setup(context: Context) -> None:
             controller_managed_by(context.manager)
             .for_(reconciler.gvk)
             .named(f"interpreter-{name}")
+            # Sharded, every replica's own controllers ask the interpreter.
+            .with_options(context.workers())
             .complete(reconciler)
         )
     context.manager.add(lambda: _close_webhooks_on_stop(context.interpreter), leader_only=False)

@@ -77,6 +77,7 @@ from reconcile import (
     name_of,
     owner_reference,
 )
+from reconcile.sharding import shard_labels
 
 __all__ = [
     "DEFAULT_SKIPPED_PROPAGATING_NAMESPACES",
@@ -182,6 +183,8 @@ def namespace_work(
         "metadata": {
             "name": name,
             "namespace": work_namespace,
+            # On its Namespace's shard (same key) from its first event.
+            "labels": shard_labels(namespace),
             "annotations": applied_overrides_annotations(result.cluster_overrides, ()),
             "finalizers": [EXECUTION_CONTROLLER_FINALIZER],
             "ownerReferences": [owner_reference(source, controller=True)],
@@ -339,7 +342,8 @@ def setup(
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(namespaces.for_cluster), _created)
         .watches(CLUSTER_OVERRIDE_POLICY_GVK, EnqueueRequestsFromMapFunc(namespaces.for_policy))
         .watches(WORK_GVK, EnqueueRequestsFromMapFunc(_namespace_of_work), _deleted_or_created)
-        .complete(reconciler)
+        .with_options(context.workers())
+        .complete(context.guard(NAMESPACE_GVK, reconciler))
     )
 
 

@@ -101,6 +101,7 @@ from reconcile import (
     resource_version_of,
     set_condition,
 )
+from reconcile.sharding import without_sharding_labels
 
 __all__ = [
     "PERMISSIONS",
@@ -206,7 +207,9 @@ def merged_work(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict
     overrides no longer applied are dropped, everything else others set is kept."""
     merged = copy.deepcopy(dict(existing))
     metadata, wanted = merged.setdefault("metadata", {}), desired["metadata"]
-    metadata["labels"] = {**(metadata.get("labels") or {}), **wanted.get("labels", {})}
+    # The sharder owns the Work's shard labels once it exists (moves relabel it).
+    own = without_sharding_labels(wanted.get("labels", {}))
+    metadata["labels"] = {**(metadata.get("labels") or {}), **own}
     annotations = {**(metadata.get("annotations") or {}), **wanted.get("annotations", {})}
     for key in _OVERRIDE_ANNOTATIONS:
         if key not in wanted.get("annotations", {}):
@@ -301,19 +304,22 @@ class BindingController:
             changed = True
         return await self.client.update(binding) if changed else binding
 
-    async def _works(self, binding: Obj) -> list[Obj]:
+    async def _works(self, binding: Obj, *, live: bool = False) -> list[Obj]:
         identifier = binding_id_of(binding)
         if identifier is None:
             return []
         selector = f"{binding_id_label(binding)}={identifier}"
-        return await self.client.list_all(WORK_GVK, label_selector=selector)
+        reader = self.client.live if live else self.client
+        return await reader.list_all(WORK_GVK, label_selector=selector)
 
     async def _delete_work(self, work: Obj) -> None:
         with contextlib.suppress(NotFound):
             await self.client.delete(WORK_GVK, name_of(work), namespace=namespace_of(work))
 
     async def _finalize(self, binding: Obj) -> None:
-        for work in await self._works(binding):
+        # Live, not cached: a Work the cache has not seen (just created, or not yet on this
+        # shard) would be left behind for good once the finalizer is gone.
+        for work in await self._works(binding, live=True):
             await self._delete_work(work)
         if remove_finalizer(binding, _finalizer(binding)):
             with contextlib.suppress(NotFound):
@@ -340,9 +346,10 @@ class BindingController:
             self._check_readable(gvk)
         try:
             if watched:
-                template = await self.client.get(gvk, name, namespace=namespace)
-                if resource_version_of(template) == resource.get("resourceVersion"):
-                    return template
+                with contextlib.suppress(NotFound):  # not cached yet: read live below
+                    template = await self.client.get(gvk, name, namespace=namespace)
+                    if resource_version_of(template) == resource.get("resourceVersion"):
+                        return template
             # Not cached, or the cache is behind the version the binding was built from.
             return await self.client.live.get(gvk, name, namespace=namespace)
         except (NotFound, NoKindMatch):
@@ -577,8 +584,8 @@ def setup(context: Context) -> None:
         .watches(CLUSTER_OVERRIDE_POLICY_GVK, policies)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(index.for_cluster), _cluster_spec_changed)
         # Karmada's --concurrent-resourcebinding-syncs: one worker capped a bulk at ~7 bindings/s.
-        .with_options(ControllerOptions(max_concurrent_reconciles=5))
-        .complete(reconciler)
+        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=5)))
+        .complete(context.guard_bindings(reconciler))
     )
 
     def reinterpret(kinds: KindFilter) -> None:

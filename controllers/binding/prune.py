@@ -27,6 +27,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from reconcile.sharding import without_sharding_labels
+
 __all__ = ["prune_manifest"]
 
 _METADATA_FIELDS: Final = (
@@ -127,7 +129,12 @@ _BY_KIND: Final[Mapping[str, Callable[[dict[str, Any]], None]]] = {
 def prune_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``manifest`` without the fields a member cluster must not receive."""
     pruned = copy.deepcopy(dict(manifest))
-    _drop(_dict_at(pruned, "metadata"), _METADATA_FIELDS)
+    metadata = _dict_at(pruned, "metadata")
+    _drop(metadata, _METADATA_FIELDS)
+    labels = _dict_at(pruned, "metadata", "labels")
+    if metadata is not None and labels:
+        # The host's sharding of the template is no business of the member's.
+        metadata["labels"] = without_sharding_labels(labels)
     pruned.pop("status", None)
     kind_pruner = _BY_KIND.get(str(pruned.get("kind")))
     if kind_pruner is not None:

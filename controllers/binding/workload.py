@@ -62,6 +62,7 @@ from controllers.binding.overrides import (
 )
 from controllers.binding.prune import prune_manifest
 from reconcile import annotations_of, generation_of, name_of, namespace_of, uid_of
+from reconcile.sharding import shard_labels
 
 __all__ = [
     "ClusterWorkload",
@@ -208,7 +209,8 @@ def build_work(binding: Mapping[str, Any], workload: ClusterWorkload) -> dict[st
         "metadata": {
             "name": workload.work_name,
             "namespace": workload.work_namespace,
-            "labels": _binding_labels(binding),
+            # A new Work is on its binding's shard (same key) from its first event.
+            "labels": {**_binding_labels(binding), **shard_labels(binding)},
             "annotations": annotations,
             "finalizers": [EXECUTION_CONTROLLER_FINALIZER],
         },

@@ -36,6 +36,7 @@ from reconcile import (
     resource_version_of,
     uid_of,
 )
+from reconcile.sharding import shard_labels
 
 __all__ = ["binding_coordinates", "desired_binding", "resource_reference"]
 
@@ -115,6 +116,9 @@ def desired_binding(
     """
     gvk, namespace, name = binding_coordinates(template)
     binding = copy.deepcopy(dict(existing)) if existing else _empty_binding(gvk, namespace, name)
+    if existing is None:
+        # A new binding is on its template's shard (same key) from its first event.
+        binding["metadata"].setdefault("labels", {}).update(shard_labels(template))
     apply_changes(binding, claim_changes(policy, policy_id))
     _identity(binding, new_id)
     binding["metadata"]["ownerReferences"] = [owner_reference(template, controller=True)]

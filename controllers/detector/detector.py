@@ -45,7 +45,7 @@ from controllers.detector.discovery import (
 )
 from controllers.detector.keys import ObjectRef
 from controllers.detector.matching import claim_of, spec_changed
-from controllers.detector.policies import PolicyReconciler
+from controllers.detector.policies import ClaimsRemain, PolicyReconciler
 from controllers.detector.templates import BindingOwnedElsewhere, TemplateReconciler
 from controllers.interpreter import InterpreterError, KindFilter
 from controllers.rbac import Permissions, Rule
@@ -57,7 +57,6 @@ from reconcile import (
     Event,
     EventHandler,
     EventType,
-    InformerScope,
     Obj,
     ObjectKey,
     Request,
@@ -71,6 +70,7 @@ from reconcile import (
 
 __all__ = [
     "BAD_INPUT_RETRY",
+    "CLAIMS_RETRY",
     "CONFLICT_RETRY",
     "DEFAULT_WORKERS",
     "DETECTOR_NAME",
@@ -87,6 +87,8 @@ CONFLICT_RETRY: Final = 0.2
 """Seconds before an object whose write hit a conflict is reconciled again."""
 BAD_INPUT_RETRY: Final = 30.0
 """Seconds before a template the interpreter failed on (or whose binding is taken) is retried."""
+CLAIMS_RETRY: Final = 1.0
+"""Seconds before a deleted policy whose claims other replicas still hold is looked at again."""
 
 _POLICY_KINDS: Final = (PROPAGATION_POLICY_GVK, CLUSTER_PROPAGATION_POLICY_GVK)
 _BINDINGS: Final = ("resourcebindings", "clusterresourcebindings")
@@ -174,6 +176,7 @@ class Detector:
             interval=discovery_interval,
             access=AccessReview(manager.api_reader),
             permitted_kinds=context.permitted_kinds,
+            before_watch=context.sharding.add_template_kind if context.sharding else None,
         )
         recorder = context.recorder(DETECTOR_NAME)
         self.templates = TemplateReconciler(
@@ -195,10 +198,11 @@ class Detector:
         ref = _template_ref(binding)
         if ref is None:
             return []
-        informer = self.cache.informers().get(InformerScope(ref.gvk))
         key = str(ObjectKey(namespace=ref.namespace, name=ref.name))
-        if informer is not None and informer.indexer.get(key) is not None:
-            return []
+        for scope, informer in self.cache.informers().items():
+            # Whatever its scope (a sharded replica's informers carry its shard's selector).
+            if scope.gvk == ref.gvk and not scope.metadata_only and informer.indexer.get(key):
+                return []
         return [ref.request()]
 
     def reinterpret(self, kinds: KindFilter) -> None:
@@ -227,6 +231,8 @@ class Detector:
             # Written meanwhile (often: our own write the cache has not seen yet): read again.
             log.debug("conflict, reading again", object=str(ref))
             return Result(requeue_after=CONFLICT_RETRY)
+        except ClaimsRemain:
+            return Result(requeue_after=CLAIMS_RETRY)
         except (InterpreterError, BindingOwnedElsewhere) as error:
             # Reported as an Event on the template; retrying soon would only repeat it.
             log.warning("cannot propagate the template", object=str(ref), error=str(error))
@@ -247,7 +253,10 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
     for gvk in (OVERRIDE_POLICY_GVK, CLUSTER_OVERRIDE_POLICY_GVK):
         # A template held back by dependentOverrides goes on once the override exists.
         builder.watches(gvk, waiting, _created)
-    options = ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)
-    controller = builder.watches(detector.discovery).with_options(options).complete(detector)
+    options = context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
+    reconciler = (
+        detector if context.sharding is None else context.sharding.guard_templates(detector)
+    )
+    controller = builder.watches(detector.discovery).with_options(options).complete(reconciler)
     detector.queue = controller.queue
     context.interpreter.subscribe(detector.reinterpret)

@@ -204,6 +204,9 @@ class Discovery:
     """Kinds left out because RBAC does not allow them, with the first verb denied."""
     permitted_kinds: PermittedKinds | None = None
     """Where each round's answer is published (told at once that rounds will come)."""
+    before_watch: Callable[[GVK], None] | None = None
+    """Called with each new kind before its informer opens (a sharded replica scopes it); a
+    kind it raises for is not watched, and is tried again next round."""
     _kinds: dict[GVK, Kind] = field(default_factory=dict, repr=False)
     _first_round: anyio.Event | None = field(default=None, repr=False)
     _denials: dict[GVK, Denial] = field(default_factory=dict, repr=False)
@@ -244,6 +247,8 @@ class Discovery:
         """
         added = []
         for resource in await self._permitted(await watchable_resources(self.client)):
+            if resource.gvk not in self._kinds and not self._prepared(resource.gvk):
+                continue
             self.resources[resource.gvk] = resource
             if resource.gvk not in self._kinds:
                 handler = self.handler_for(resource.gvk)
@@ -257,6 +262,16 @@ class Discovery:
             # After the informers exist: a reader told a kind is permitted finds it cached.
             self.permitted_kinds.publish(self._kinds, self._denials)
         return added
+
+    def _prepared(self, gvk: GVK) -> bool:
+        if self.before_watch is None:
+            return True
+        try:
+            self.before_watch(gvk)
+        except Exception as error:  # one kind fails, the round and the others go on
+            log.error("cannot watch resource templates", kind=str(gvk), error=str(error))
+            return False
+        return True
 
     async def _permitted(self, found: list[Resource]) -> list[Resource]:
         """The watched kinds among ``found``, and those of the others RBAC allows now."""

@@ -54,7 +54,7 @@ from reconcile import (
     remove_finalizer,
 )
 
-__all__ = ["INVALID_POLICY", "PolicyReconciler", "ensure_policy_metadata"]
+__all__ = ["INVALID_POLICY", "ClaimsRemain", "PolicyReconciler", "ensure_policy_metadata"]
 
 INVALID_POLICY: Final = "InvalidPolicy"
 """Reason of the Warning Event on a policy that Karmada's webhook would refuse."""
@@ -89,6 +89,10 @@ def _reference(binding: Obj) -> ObjectRef | None:
         return None
 
 
+class ClaimsRemain(Exception):
+    """A deleted policy's claims are not all released yet (other replicas hold some)."""
+
+
 class PolicyReconciler:
     """Keeps policies identified and their claims consistent; hands templates to ``enqueue``."""
 
@@ -118,6 +122,10 @@ class PolicyReconciler:
         if is_being_deleted(policy):
             self.unsupported.forget(policy)
             await self._release(policy)
+            if await self._bindings(policy, live=True):
+                # Claimed bindings this replica does not cache (another shard's, or not cached
+                # yet): the finalizer stays until their replicas released them too.
+                raise ClaimsRemain(name_of(policy))
             if remove_finalizer(policy, _finalizer(policy)):
                 await self.client.update(policy)
             return
@@ -138,19 +146,20 @@ class PolicyReconciler:
         if self.recorder is not None:
             self.recorder.event(policy, "Warning", INVALID_POLICY, message)
 
-    async def _bindings(self, policy: Obj) -> list[Obj]:
-        """The bindings carrying the policy's claim."""
+    async def _bindings(self, policy: Obj, *, live: bool = False) -> list[Obj]:
+        """The bindings carrying the policy's claim (cached, or ``live``)."""
         identifier = policy_id(policy)
         if identifier is None:
             return []
         selector = f"{permanent_id_label(policy)}={identifier}"
+        reader = self.client.live if live else self.client
         if not is_cluster_policy(policy):
             namespace = namespace_of(policy)
-            return await self.client.list_all(
+            return await reader.list_all(
                 RESOURCE_BINDING_GVK, namespace=namespace, label_selector=selector
             )
-        found = await self.client.list_all(RESOURCE_BINDING_GVK, label_selector=selector)
-        found += await self.client.list_all(CLUSTER_RESOURCE_BINDING_GVK, label_selector=selector)
+        found = await reader.list_all(RESOURCE_BINDING_GVK, label_selector=selector)
+        found += await reader.list_all(CLUSTER_RESOURCE_BINDING_GVK, label_selector=selector)
         return found
 
     async def _claimed(self, policy: Obj) -> set[ObjectRef]:

@@ -260,5 +260,6 @@ def setup(context: Context) -> None:
         .named(CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, with_application_failover)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), with_application_failover)
-        .complete(reconciler)
+        .with_options(context.workers())
+        .complete(context.guard_bindings(reconciler))
     )

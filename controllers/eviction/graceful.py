@@ -200,5 +200,6 @@ def setup(context: Context) -> None:
         .named(CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, evicting)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), evicting)
-        .complete(reconciler)
+        .with_options(context.workers())
+        .complete(context.guard_bindings(reconciler))
     )

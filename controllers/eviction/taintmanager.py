@@ -227,4 +227,6 @@ def setup(context: Context) -> None:
     informers = {gvk: manager.cache.get_informer(gvk) for gvk in kinds}
     recorder = context.recorder(CONTROLLER_NAME)
     reconciler = TaintManager(manager.client, recorder, context.failover, informers)
-    controller_managed_by(manager).named(CONTROLLER_NAME).for_(CLUSTER_GVK).complete(reconciler)
+    # Sharded, every replica evicts the bindings of its own shard (its binding informers).
+    builder = controller_managed_by(manager).named(CONTROLLER_NAME).for_(CLUSTER_GVK)
+    builder.with_options(context.workers()).complete(reconciler)

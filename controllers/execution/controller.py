@@ -578,8 +578,8 @@ def setup_execution_controller(context: Context) -> ExecutionController:
             CLUSTER_GVK, EnqueueRequestsFromMapFunc(reconciler.works_of_cluster), _readiness_changed
         )
         .named(NAME)
-        .with_options(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-        .complete(reconciler)
+        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)))
+        .complete(context.guard(WORK_GVK, reconciler))
     )
     context.members.on_connected(reconciler.member_connected)
     context.manager.cache.get_informer(WORK_GVK).add_event_handler(_WarmOnWork(reconciler))

@@ -417,6 +417,6 @@ def setup(context: Context) -> None:
         .for_(RESOURCE_BINDING_GVK, relevant)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), relevant)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(mapper), cluster_changed)
-        .with_options(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-        .complete(reconciler)
+        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)))
+        .complete(context.guard_bindings(reconciler))
     )

@@ -253,8 +253,10 @@ def setup_binding_status_controllers(context: Context) -> list[BindingStatusCont
                 _work_status_changed,
             )
             .named(kind.name)
-            .with_options(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-            .complete(reconciler)
+            .with_options(
+                context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
+            )
+            .complete(context.guard(kind.gvk, reconciler))
         )
         reconcilers.append(reconciler)
     return reconcilers

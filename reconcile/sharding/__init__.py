@@ -18,6 +18,8 @@ from reconcile.sharding.ring import (
     ShardedKind,
     object_key,
     owner,
+    shard_labels,
+    without_sharding_labels,
 )
 from reconcile.sharding.shard import NOT_CACHED_RETRY, Shard
 from reconcile.sharding.sharder import EXPIRY_SLACK, Sharder
@@ -38,4 +40,6 @@ __all__ = [
     "SharderMetrics",
     "object_key",
     "owner",
+    "shard_labels",
+    "without_sharding_labels",
 ]

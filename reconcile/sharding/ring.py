@@ -31,6 +31,8 @@ __all__ = [
     "ShardedKind",
     "object_key",
     "owner",
+    "shard_labels",
+    "without_sharding_labels",
 ]
 
 SHARD_PREFIX: Final = "shard.sharding.reconcile.io/"
@@ -95,7 +97,9 @@ class Ring:
 
         Raises:
             ValueError: ``kind.gvk`` is in the ring with another key function.
-            Exception: whatever a subscriber raised (the kind stays added for the others).
+            Exception: whatever a subscriber raised; the kind is then not added, and the
+                subscribers after that one did not hear of it (a Shard subscribes before its
+                Sharder: a kind this replica cannot hold is never assigned by it).
         """
         known = self._kinds.get(kind.gvk)
         if known is not None:
@@ -103,8 +107,12 @@ class Ring:
                 raise ValueError(f"{kind.gvk} is in ring {self.name!r} with another key")
             return False
         self._kinds[kind.gvk] = kind
-        for listener in list(self._listeners):
-            listener(kind)
+        try:
+            for listener in list(self._listeners):
+                listener(kind)
+        except BaseException:
+            del self._kinds[kind.gvk]
+            raise
         return True
 
     def subscribe(self, listener: KindListener) -> None:
@@ -145,12 +153,19 @@ class Ring:
         """The label selector of the objects assigned to ``shard``."""
         return f"{self.shard_label}={shard}"
 
-    def inherit(self, parent: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, str]:
-        """``labels`` with ``parent``'s shard label, for a child written with its parent's key:
-        created on the parent's shard, it is in that shard's cache at once instead of after the
-        sharder labelled it (the sharder agrees, the key being the same)."""
-        shard = ((parent.get("metadata") or {}).get("labels") or {}).get(self.shard_label)
-        return {**labels, self.shard_label: shard} if shard else dict(labels)
+
+def shard_labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    """``obj``'s shard labels (every ring's, no drain label): for a child written with its
+    parent's key, so that it is in the parent's shard's cache at once instead of after the
+    sharder labelled it (the sharder agrees: same key, same shard)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return {k: str(v) for k, v in labels.items() if k.startswith(SHARD_PREFIX)}
+
+
+def without_sharding_labels(labels: Mapping[str, Any]) -> dict[str, Any]:
+    """``labels`` without shard and drain labels: what a comparison of an object's own labels,
+    or a copy of them into another cluster, must not see."""
+    return {k: v for k, v in labels.items() if not k.startswith((SHARD_PREFIX, DRAIN_PREFIX))}
 
 
 def owner(shards: Iterable[str], key: str) -> str | None:

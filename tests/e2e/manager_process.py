@@ -9,15 +9,21 @@ the manager's write guard — made right before a non-GET request leaves through
 clients, host or member — appends one JSON line to RECORD: the wall time, method, path, whether
 it was allowed, whether the writing runnable needs leadership, and whether the manager believed
 it led. Leadership changes are recorded too, with the elector's identity (the Lease's
-holderIdentity). Lines are written with one unbuffered ``write`` each, so a SIGKILL loses none.
+holderIdentity). A sharded replica (``--shards``) also records every reconcile its shard guard
+lets through: the ring key, and the wall times it began and ended (``reconcile`` and
+``reconciled`` lines; a SIGKILL leaves a last ``reconcile`` without its end). Lines are written
+with one unbuffered ``write`` each, so a SIGKILL loses none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -25,6 +31,7 @@ import orjson
 from controllers import cli
 from reconcile import manager as manager_module
 from reconcile.manager import Manager, ManagerOptions, NotLeader
+from reconcile.sharding import shard as shard_module
 
 
 class Recorder:
@@ -59,6 +66,22 @@ def instrument(recorder: Recorder) -> None:
 
     setattr(Manager, "_refuse_unless_leader", recording_guard)  # noqa: B010 - a test hook
     setattr(Manager, "_set_leader", recording_set_leader)  # noqa: B010
+    reconciling = shard_module._Keys.reconciling
+
+    @contextlib.asynccontextmanager
+    async def recording_reconciling(self: Any, key: str) -> AsyncIterator[None]:
+        span = next(_SPANS)
+        recorder.write(event="reconcile", key=key, span=span)
+        try:
+            async with reconciling(self, key):
+                yield
+        finally:
+            recorder.write(event="reconciled", key=key, span=span)
+
+    setattr(shard_module._Keys, "reconciling", recording_reconciling)  # noqa: B010
+
+
+_SPANS = itertools.count()
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -111,7 +111,13 @@ class Replica:
         return log_tail(self.log, lines)
 
 
-def _command(env: Environment, replica: str, lease_namespace: str, timings: Timings) -> list[str]:
+def _command(
+    env: Environment,
+    replica: str,
+    lease_namespace: str,
+    timings: Timings,
+    flags: Sequence[str] = (),
+) -> list[str]:
     return [
         sys.executable,
         str(SCRIPT),
@@ -126,6 +132,7 @@ def _command(env: Environment, replica: str, lease_namespace: str, timings: Timi
         "--leader-elect",
         f"--leader-elect-resource-namespace={lease_namespace}",
         *timings.flags(),
+        *flags,
     ]
 
 
@@ -137,11 +144,12 @@ async def replica(
     *,
     lease_namespace: str,
     timings: Timings = Timings(),
+    flags: Sequence[str] = (),
 ) -> AsyncIterator[Replica]:
-    """A controller-manager replica with leader election (its Lease in ``lease_namespace``);
-    killed and reaped on the way out if still running."""
+    """A controller-manager replica with leader election (its Lease in ``lease_namespace``) and
+    ``flags`` besides; killed and reaped on the way out if still running."""
     record, log = directory / f"{name}.records", directory / f"{name}.log"
-    command = _command(env, name, lease_namespace, timings)
+    command = _command(env, name, lease_namespace, timings, flags)
     command[2] = str(record)
     async with logged_process(command, log) as process:
         yield Replica(name, process, record, log)

@@ -7,7 +7,14 @@ from collections import Counter
 import pytest
 
 from reconcile import GVK
-from reconcile.sharding import Membership, Ring, ShardedKind, owner
+from reconcile.sharding import (
+    Membership,
+    Ring,
+    ShardedKind,
+    owner,
+    shard_labels,
+    without_sharding_labels,
+)
 from tests.builders import FakeClock
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
@@ -69,6 +76,11 @@ def test_kinds_added_later_reach_every_subscriber_once() -> None:
     assert heard == [CONFIGMAP]
     with pytest.raises(ValueError, match="another key"):
         ring.add(ShardedKind(CONFIGMAP, key=lambda obj: "x"))
-    parent = {"metadata": {"labels": {ring.shard_label: "r1", ring.drain_label: "true"}}}
-    assert ring.inherit(parent, {"a": "b"}) == {"a": "b", ring.shard_label: "r1"}
-    assert ring.inherit({"metadata": {}}, {"a": "b"}) == {"a": "b"}
+
+
+def test_children_inherit_shard_labels_and_copies_drop_them() -> None:
+    ring = Ring("templates")
+    labels = {ring.shard_label: "r1", ring.drain_label: "true", "app": "web"}
+    assert shard_labels({"metadata": {"labels": labels}}) == {ring.shard_label: "r1"}
+    assert shard_labels({"metadata": {}}) == {}
+    assert without_sharding_labels(labels) == {"app": "web"}

@@ -1,0 +1,269 @@
+"""End to end: the controller-manager sharded over three replicas (#14, ``--shards=auto``).
+
+Three ``reconcile controller-manager`` processes (``tests/e2e/replicas.py``: the real CLI, each
+recording every reconcile its shard guard lets through: ring key, begin, end) run with leader
+election and ``--shards=auto`` on a control plane of the module's own (host + member1 + member2:
+the sharder assigns every template of the host, so no other test's leftovers may be there).
+TEMPLATES Deployments propagate 2:1 over both members. Then:
+
+- every template's binding, Works and member Deployments exist exactly once (``converge``);
+- each replica's cache holds exactly the templates labelled with its shard, as its /metrics
+  say (``sharding_shard_objects{ring="karmada",kind="Deployment"}``), and all replicas together
+  hold every template once;
+- one replica (not the leader) SIGKILLed: its templates are labelled with live shards and held
+  by the survivors' caches within the lease duration + 5 s, and converge after a change;
+- a replica added: keys move to it, drained first (no key reconciled by two replicas at
+  overlapping times, over the whole test, from the records), and everything converges again.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import socket
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import aiohttp
+import anyio
+import pytest
+import pytest_asyncio
+
+from controllers.sharding import RING
+from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX
+from testenv import Environment, eventually, find_binaries
+from tests.builders import scaled as timing
+from tests.e2e.conftest import join_members
+from tests.e2e.convergence import (
+    REPLICAS,
+    Clusters,
+    bounded,
+    clusters_of,
+    converge,
+    label_policy,
+    labelled_template,
+    scaled,
+)
+from tests.e2e.replicas import Replica, Timings, leader_of, lease_holder, replica
+from tests.e2e.stack import DEPLOYMENT, MEMBERS
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="session"),
+    pytest.mark.multicluster,
+    pytest.mark.slow,
+]
+
+TEMPLATES = 300
+TIMINGS = Timings(lease=timing(2.0), renew=timing(1.5), retry=timing(0.25))
+REASSIGN_BOUND = TIMINGS.lease + 5.0
+"""#14: a dead replica's templates are owned elsewhere within the lease duration + 5 s."""
+CONVERGE_TIMEOUT = 240.0
+LABELS = {"e2e.reconcile.io/sharding": "true"}
+POLICY = "sharded"
+SHARD_LABEL = SHARD_PREFIX + RING
+
+
+@dataclass
+class Span:
+    replica: str
+    key: str
+    begin: float
+    end: float
+
+
+@dataclass
+class Fleet:
+    env: Environment
+    directory: Path
+    namespace: str
+    stack: AsyncExitStack
+    replicas: dict[str, Replica] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+
+    async def add(self, name: str) -> Replica:
+        port = _free_port()
+        flags = [
+            "--shards=auto",
+            f"--shard-name={name}",
+            f"--metrics-bind-address=127.0.0.1:{port}",
+        ]
+        started = replica(
+            self.env,
+            name,
+            self.directory,
+            lease_namespace=self.namespace,
+            timings=TIMINGS,
+            flags=flags,
+        )
+        one = await self.stack.enter_async_context(started)
+        self.replicas[name], self.ports[name] = one, port
+        return one
+
+    def alive(self) -> dict[str, Replica]:
+        return {n: r for n, r in self.replicas.items() if r.process.returncode is None}
+
+    async def cached_templates(self, name: str) -> float | None:
+        """The Deployments the replica's cache holds, from its /metrics (None: not served)."""
+        url = f"http://127.0.0.1:{self.ports[name]}/metrics"
+        try:
+            async with aiohttp.ClientSession() as session, session.get(url) as answer:
+                text = await answer.text()
+        except aiohttp.ClientError:
+            return None
+        wanted = f'{SHARD_OBJECTS}{{kind="Deployment",ring="{RING}"}}'
+        for line in text.splitlines():
+            if line.startswith(wanted):
+                return float(line.split()[-1])
+        return None
+
+    def spans(self) -> list[Span]:
+        found = []
+        for name, one in self.replicas.items():
+            begun: dict[int, tuple[str, float]] = {}
+            for record in one.records():
+                if record["event"] == "reconcile":
+                    begun[record["span"]] = (record["key"], float(record["wall"]))
+                elif record["event"] == "reconciled" and record["span"] in begun:
+                    key, begin = begun.pop(record["span"])
+                    found.append(Span(name, key, begin, float(record["wall"])))
+            cut = one.killed_at if one.killed_at is not None else float("inf")
+            found += [Span(name, key, begin, cut) for key, begin in begun.values()]
+        return found
+
+    def print_logs(self) -> None:
+        for one in self.replicas.values():
+            print(f"replica {one.name} log ({one.log}), last lines:\n{one.tail(40)}")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def overlaps(spans: list[Span]) -> list[tuple[str, str, str]]:
+    """Keys two replicas reconciled at overlapping times."""
+    by_key: dict[str, list[Span]] = {}
+    for span in spans:
+        by_key.setdefault(span.key, []).append(span)
+    found = []
+    for key, group in by_key.items():
+        group.sort(key=lambda s: s.begin)
+        for index, first in enumerate(group):
+            for second in group[index + 1 :]:
+                if second.begin >= first.end:
+                    break
+                if second.replica != first.replica:
+                    found.append((key, first.replica, second.replica))
+    return found
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def sharded_env() -> AsyncIterator[Environment]:
+    """A control plane of the module's own (etcd, host, member1, member2), members joined."""
+    env = Environment(binaries=find_binaries())
+    await env.start()
+    try:
+        for name in MEMBERS:
+            await env.add_member(name)
+        yield await join_members(env)
+    finally:
+        await env.stop()
+
+
+async def assignments(clusters: Clusters) -> dict[str, str | None]:
+    """Template name -> the shard its label names."""
+    templates = await clusters.host.list_all(DEPLOYMENT, namespace=clusters.namespace)
+    return {
+        t["metadata"]["name"]: (t["metadata"].get("labels") or {}).get(SHARD_LABEL)
+        for t in templates
+    }
+
+
+async def held_by_their_shards(fleet: Fleet, clusters: Clusters) -> dict[str, int] | None:
+    """Shard -> templates, once every template is on a live shard and each live replica's
+    cache holds exactly its own (None until then)."""
+    assigned = await assignments(clusters)
+    alive = fleet.alive()
+    if len(assigned) != TEMPLATES or any(shard not in alive for shard in assigned.values()):
+        return None
+    counts = {name: sum(1 for s in assigned.values() if s == name) for name in alive}
+    for name in alive:
+        if await fleet.cached_templates(name) != counts[name]:
+            return None
+    return counts
+
+
+async def test_three_replicas_share_the_templates_and_hand_them_over(
+    sharded_env: Environment, tmp_path: Path
+) -> None:
+    namespace = f"shard-{secrets.token_hex(3)}"
+    await sharded_env.host.create_namespace(namespace)
+    async with AsyncExitStack() as stack, clusters_of(sharded_env, namespace) as clusters:
+        fleet = Fleet(sharded_env, tmp_path, namespace, stack)
+        try:
+            await _shard_and_hand_over(fleet, clusters)
+        except BaseException:
+            fleet.print_logs()
+            raise
+
+
+async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
+    host, ns = clusters.host, clusters.namespace
+    for name in ("r0", "r1", "r2"):
+        await fleet.add(name)
+    names = [f"web-{i:03d}" for i in range(TEMPLATES)]
+    await host.create(label_policy(POLICY, ns, LABELS, MEMBERS))
+    await bounded(partial(host.create, labelled_template(n, ns, LABELS)) for n in names)
+    took = await converge(clusters, set(names), CONVERGE_TIMEOUT, interval=2.0)
+    print(f"{TEMPLATES} templates propagated by 3 shards in {took:.1f}s")
+    counts = await eventually(partial(held_by_their_shards, fleet, clusters), timeout=60)
+    print(f"templates per shard: {counts}")
+    assert all(counts[name] > 0 for name in ("r0", "r1", "r2")), counts
+
+    leader = leader_of(fleet.replicas.values(), await lease_holder(host, ns))
+    assert leader is not None, "no replica leads"
+    victim = next(one for one in fleet.replicas.values() if one is not leader)
+    victim.kill()
+    killed = anyio.current_time()
+    assert await victim.exit_status(60) == -signal.SIGKILL
+    after_kill = await eventually(partial(held_by_their_shards, fleet, clusters), timeout=60)
+    reassigned = anyio.current_time() - killed
+    print(
+        f"{victim.name} SIGKILLed: its templates held elsewhere {reassigned:.1f}s later: {after_kill}"
+    )
+    assert reassigned <= REASSIGN_BOUND, f"{reassigned:.1f}s > {REASSIGN_BOUND}s"
+    await _scale_and_converge(clusters, set(names[:30]), names)
+
+    before_join = await assignments(clusters)
+    await fleet.add("r3")
+    joined = await eventually(partial(held_by_their_shards, fleet, clusters), timeout=90)
+    moved = [n for n, shard in (await assignments(clusters)).items() if shard != before_join[n]]
+    print(f"r3 joined: {len(moved)} templates moved to it: {joined}")
+    assert moved, "the new replica got no templates"
+    now = await assignments(clusters)
+    assert all(now[n] == "r3" for n in moved), "keys moved only to the new replica"
+    await _scale_and_converge(clusters, set(names[:60]), names)
+    assert overlaps(fleet.spans()) == [], "a key was reconciled by two replicas at once"
+
+    await clusters.purge(POLICY, CONVERGE_TIMEOUT)
+
+
+async def _scale_and_converge(clusters: Clusters, doubled: set[str], names: list[str]) -> None:
+    """Scale the templates ``doubled`` (some already) to twice REPLICAS; wait until every
+    template converged."""
+    await bounded(
+        partial(
+            clusters.host.patch,
+            DEPLOYMENT,
+            name,
+            {"spec": {"replicas": 2 * REPLICAS}},
+            namespace=clusters.namespace,
+        )
+        for name in sorted(doubled)
+    )
+    took = await converge(clusters, set(names), CONVERGE_TIMEOUT, scaled(doubled), interval=1.0)
+    print(f"converged {took:.1f}s after scaling {len(doubled)} templates")

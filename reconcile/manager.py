@@ -173,7 +173,9 @@ class Manager:
         # Bad lease timings fail here, not once running.
         self._election = self._election_config() if self.options.leader_election else None
         self.registry = self.options.registry or CollectorRegistry()
+        self._config = config
         self.cluster = self._new_cluster("", config, client)
+        self._lease_client: Client | None = None
         self.clusters: dict[str, Cluster] = {"": self.cluster}
         self.events = EventBroadcaster(self.cluster.api_reader)
         self._entries: list[_Entry] = []
@@ -237,6 +239,31 @@ class Manager:
     def api_reader(self) -> Client:
         """The uncached client of the manager's own cluster."""
         return self.cluster.api_reader
+
+    def pooled_client(self) -> Client:
+        """A client of the manager's own cluster with a connection pool of its own (same field
+        manager and write guard), for work that must not queue behind the cache's watches —
+        each open watch holds one HTTP/1.1 connection of a pool. The caller closes it. Without a
+        config (a manager over testenv's FakeClient) this is ``api_reader`` itself, which the
+        caller must then not close (``is api_reader`` tells).
+        """
+        if self._config is None:
+            return self.api_reader
+        client = Client(self._config, field_manager=self.options.field_manager)
+        client.write_guard = self._refuse_unless_leader
+        return client
+
+    @property
+    def lease_client(self) -> Client:
+        """The client Leases are renewed with while the manager runs (its own connections, as
+        controller-runtime gives leader election a client of its own: a renewal must never wait
+        for a free connection while the lease runs out); ``api_reader`` before start."""
+        return self._lease_client or self.api_reader
+
+    async def _close_lease_client(self) -> None:
+        leases, self._lease_client = self._lease_client, None
+        if leases is not None and leases is not self.api_reader:
+            await leases.close()
 
     def _new_cluster(
         self, name: str, config: ClusterConfig | None, client: Client | None = None
@@ -388,6 +415,8 @@ class Manager:
 
     async def _start(self, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as deadline, AsyncExitStack() as stack:
+            self._lease_client = self.pooled_client()
+            stack.push_async_callback(self._close_lease_client)  # after the Leases' release
             await self._start_servers(await _group(stack))
             self._cluster_group = await _group(stack)
             stack.callback(setattr, self, "_cluster_group", None)
@@ -482,9 +511,7 @@ class Manager:
             self._set_leader(True)
             await self._run_leader_runnables()
             return
-        self._elector = LeaderElector(
-            self.cluster.api_reader, self._election, on_change=self._set_leader
-        )
+        self._elector = LeaderElector(self.lease_client, self._election, on_change=self._set_leader)
         await self._elector.run(self._run_leader_runnables)
 
     async def _release_lease(self) -> None:

@@ -29,6 +29,7 @@ import contextlib
 import functools
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -49,6 +50,7 @@ from reconcile.manager import Manager
 from reconcile.reconciler import Reconciler, ReconcilerFunc, Request, Result, as_reconciler
 from reconcile.sharding.metrics import SharderMetrics, register_shard_objects
 from reconcile.sharding.ring import Ring, ShardedKind
+from reconcile.store import Obj
 
 __all__ = ["NOT_CACHED_RETRY", "Route", "Shard"]
 
@@ -57,6 +59,8 @@ log = structlog.get_logger("reconcile.sharding")
 NOT_CACHED_RETRY: Final = 1.0
 """Seconds after which a request for an object assigned here but not yet cached is retried."""
 _LABEL_VALUE_LIMIT: Final = 63
+_RELEASES: Final = 16
+"""Drained objects released at once (each waits for its key's reconciles to end first)."""
 
 
 class Shard:
@@ -99,9 +103,10 @@ class Shard:
             release_on_cancel=False,  # released by release(), once the manager stopped
             labels=labels,
         )
-        self._elector = LeaderElector(manager.api_reader, self.config)
+        self._elector: LeaderElector | None = None
         self.held = anyio.Event()
         self._keys: dict[str, _Keys] = {}
+        self._drainer = _Drainer(self)
         for ring in rings:
             for kind in ring.kinds:
                 self._hold(ring, kind)
@@ -134,17 +139,23 @@ class Shard:
             LeadershipLost: renewals failed for the renew deadline (the manager then stops).
         """
         task_status.started()
+        # The manager's Lease connections: a renewal never waits behind the cache's watches.
+        self._elector = LeaderElector(self.manager.lease_client, self.config)
+        for ring in self.rings:
+            for kind in ring.kinds:
+                self._drainer.watch(ring, kind)
 
         async def hold() -> None:
             self.held.set()
             log.info("holding shard lease", shard=self.name, lease=self.config.lease)
-            await anyio.sleep_forever()
+            await self._drainer.run()  # only while holding: a shard without its Lease is done
 
         await self._elector.run(hold)
 
     async def release(self) -> None:
         """Give the Lease up (the manager calls it once all its runnables stopped)."""
-        await self._elector.release()
+        if self._elector is not None:
+            await self._elector.release()
 
     def _hold(self, ring: Ring, kind: ShardedKind) -> None:
         """Scope the cache of ``kind`` to this shard (before anything reads it).
@@ -156,6 +167,8 @@ class Shard:
             raise ValueError(f"{kind.gvk} is in two rings of {self!r}")
         scope = ByObject(shard_selector=ring.selector(self.name))
         self.manager.cache.configure(kind.gvk, scope)
+        if self._elector is not None:  # running: a kind added now is drained from now on
+            self._drainer.watch(ring, kind)
 
     def keys_of(self, ring: Ring) -> _Keys:
         """The per-key bookkeeping every guard of ``ring`` on this replica shares."""
@@ -237,14 +250,10 @@ class _Guarded:
         key = self._ring.kind(self._gvk).key(obj)
         if key is None:
             return await self._inner.reconcile(request)
-        name = _object_name(obj)
-        draining = self._keys.draining.get(key, set())
         if self._ring.drain_label in _labels(obj):
-            self._keys.draining.setdefault(key, set()).add(name)
-            await self._keys.wait_idle(key)
-            await self._let_go(key, name, obj)
-            return None
-        draining.discard(name)  # its drain was called off, if it had one
+            return None  # leaving: the shard's drainer lets it go once the key is idle here
+        draining = self._keys.draining.get(key, set())
+        draining.discard(_object_name(obj))  # its drain was called off, if it had one
         if draining:
             # Another object of the key is leaving: reconciling this one could overlap with
             # the shard that gets the key next. Looked at again if the key stays here.
@@ -263,28 +272,102 @@ class _Guarded:
             return Result(requeue_after=NOT_CACHED_RETRY)
         return None  # another shard's, or not assigned yet
 
-    async def _let_go(self, key: str, name: str, obj: Mapping[str, Any]) -> None:
+
+class _Drainer:
+    """Lets drained objects go, from the informers' events: whatever predicates the guarded
+    controllers filter their events with, a drain label is seen and answered."""
+
+    def __init__(self, shard: Shard) -> None:
+        self._shard = shard
+        self._watched: set[GVK] = set()
+        self._pending: dict[tuple[GVK, str], tuple[Ring, ShardedKind, Obj]] = {}
+        self._wake = anyio.Event()
+
+    def watch(self, ring: Ring, kind: ShardedKind) -> None:
+        if kind.gvk in self._watched:
+            return
+        self._watched.add(kind.gvk)
+        for informer in self._shard.manager.cache.get_informers(kind.gvk):
+            informer.add_event_handler(_DrainEvents(self, ring, kind))
+
+    def drained(self, ring: Ring, kind: ShardedKind, obj: Obj) -> None:
+        """``obj`` carries the drain label now (an informer's handler: must not block)."""
+        self._pending[(kind.gvk, _object_name(obj))] = (ring, kind, obj)
+        key = kind.key(obj)
+        if key is not None:
+            self._shard.keys_of(ring).draining.setdefault(key, set()).add(_object_name(obj))
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Release what is drained, until cancelled."""
+        limit = anyio.CapacityLimiter(_RELEASES)
+        async with anyio.create_task_group() as group:
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                pending, self._pending = self._pending, {}
+                for ring, kind, obj in pending.values():
+                    group.start_soon(self._release, limit, ring, kind, obj)
+
+    async def _release(
+        self, limit: anyio.CapacityLimiter, ring: Ring, kind: ShardedKind, obj: Obj
+    ) -> None:
+        key, name = kind.key(obj), _object_name(obj)
+        keys = self._shard.keys_of(ring)
+        async with limit:
+            if key is not None:
+                await keys.wait_idle(key)
+            released = await self._let_go(ring, kind, obj)
+        leaving = keys.draining.get(key or "")
+        if leaving is not None:
+            leaving.discard(name)
+            if not leaving:
+                del keys.draining[key or ""]
+        if released:
+            self._shard.released.labels(ring.name).inc()
+            log.debug("released drained object", shard=self._shard.name, name=name)
+
+    async def _let_go(self, ring: Ring, kind: ShardedKind, obj: Obj) -> bool:
         metadata = obj["metadata"]
         patch = {
             "metadata": {
                 "resourceVersion": metadata["resourceVersion"],
-                "labels": {self._ring.shard_label: None, self._ring.drain_label: None},
+                "labels": {ring.shard_label: None, ring.drain_label: None},
             }
         }
         client = self._shard.manager.api_reader
         try:
             await client.patch(
-                self._gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None
+                kind.gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None
             )
         except (Conflict, NotFound):
-            return  # changed or gone since: the event of that change says what it is now
-        leaving = self._keys.draining.get(key)
-        if leaving is not None:
-            leaving.discard(name)
-            if not leaving:
-                del self._keys.draining[key]
-        self._shard.released.labels(self._ring.name).inc()
-        log.debug("released drained object", shard=self._shard.name, name=metadata["name"])
+            return False  # changed or gone since: the event of that change says what it is now
+        except Exception as error:  # the next event (or the sharder's next look) tries again
+            log.warning(
+                "could not release a drained object", name=metadata["name"], error=str(error)
+            )
+            return False
+        return True
+
+
+@dataclass
+class _DrainEvents:
+    drainer: _Drainer
+    ring: Ring
+    kind: ShardedKind
+
+    def _seen(self, obj: Obj) -> None:
+        if self.ring.drain_label in _labels(obj):
+            self.drainer.drained(self.ring, self.kind, obj)
+
+    def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
+        self._seen(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        self._seen(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        return
 
 
 def _object_name(obj: Mapping[str, Any]) -> str:

@@ -22,6 +22,7 @@ object is assigned on first sight (its ADDED event).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -32,9 +33,10 @@ from anyio.abc import TaskStatus
 
 from reconcile.cache import Cache
 from reconcile.cacheoptions import ByObject, CacheOptions
+from reconcile.client import Client
 from reconcile.controller import Controller, ControllerOptions
-from reconcile.errors import NotFound
-from reconcile.event import Event
+from reconcile.errors import Conflict, NotFound
+from reconcile.event import Event, EventType
 from reconcile.leaderelection import LEASE
 from reconcile.manager import Manager
 from reconcile.reconciler import Request, Result
@@ -44,10 +46,13 @@ from reconcile.sharding.ring import Ring, ShardedKind, owner
 from reconcile.source import Kind
 from reconcile.store import IndexFunc, Obj
 
-__all__ = ["EXPIRY_SLACK", "KEY_INDEX", "Sharder"]
+__all__ = ["CONFLICT_RETRY", "EXPIRY_SLACK", "KEY_INDEX", "Sharder"]
 
 log = structlog.get_logger("reconcile.sharding")
 
+CONFLICT_RETRY: Final = 0.1
+"""Seconds before a key whose label patch met a newer object (or with a kind not synced yet)
+is settled again."""
 EXPIRY_SLACK: Final = 0.1
 """Seconds after a Lease's expiry at which membership is looked at again."""
 _MEMBERSHIP: Final = Request("membership")
@@ -81,11 +86,11 @@ class Sharder:
         ring: the kinds to assign and the labels to use.
         namespace: where the shard Leases are (default: the manager's leader election
             namespace, as ``Shard``'s default).
-        workers: keys settled concurrently.
+        workers: keys settled concurrently (label patches are I/O: many at once).
     """
 
     def __init__(
-        self, manager: Manager, ring: Ring, *, namespace: str | None = None, workers: int = 4
+        self, manager: Manager, ring: Ring, *, namespace: str | None = None, workers: int = 16
     ) -> None:
         self.manager = manager
         self.ring = ring
@@ -96,6 +101,7 @@ class Sharder:
         self._metrics = SharderMetrics.for_registry(manager.registry)
         self._drains: dict[str, float] = {}
         self._cache: Cache | None = None
+        self._client: Client = manager.api_reader
         self._keys: Controller | None = None
         ring.subscribe(self._watch_new_kind)
 
@@ -104,8 +110,19 @@ class Sharder:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Assign until cancelled (the manager runs it while this replica leads)."""
-        cache = Cache(self.manager.api_reader, options=self._cache_options())
-        self._cache = cache
+        # A pool of its own: the watches of every kind of the ring would otherwise take the
+        # connections the controllers (and the Lease renewals) need.
+        client = self.manager.pooled_client()
+        try:
+            await self._run(client, task_status)
+        finally:
+            if client is not self.manager.api_reader:
+                with anyio.CancelScope(shield=True):
+                    await client.close()
+
+    async def _run(self, client: Client, task_status: TaskStatus[None]) -> None:
+        cache = Cache(client, options=self._cache_options())
+        self._cache, self._client = cache, client
         registry = self.manager.registry
         keys = Controller(
             f"sharder-{self.ring.name}",
@@ -114,7 +131,7 @@ class Sharder:
             registry=registry,
         )
         for kind in self.ring.kinds:
-            _watch(cache, keys, kind)
+            _watch(cache, keys, kind, self.ring)
         self._keys = keys
         membership = Controller(
             f"sharder-{self.ring.name}-leases", self._reconcile_membership, registry=registry
@@ -129,7 +146,7 @@ class Sharder:
     def _watch_new_kind(self, kind: ShardedKind) -> None:
         # While leading; else run() watches every kind the ring has by then.
         if self._cache is not None and self._keys is not None:
-            _watch(self._cache, self._keys, kind)
+            _watch(self._cache, self._keys, kind, self.ring)
 
     def _cache_options(self) -> CacheOptions:
         leases = ByObject(namespaces=(self.namespace,), label_selector=self.ring.lease_label)
@@ -153,14 +170,24 @@ class Sharder:
         return Result(requeue_after=expiry + EXPIRY_SLACK) if expiry is not None else None
 
     async def _enqueue_all(self) -> None:
+        """Enqueue the keys the new membership moves (or that are not settled): at 10,000 keys
+        the others would hold a dead shard's keys back behind a whole pass of no-ops."""
         assert self._cache is not None
         assert self._keys is not None
-        for kind in self.ring.kinds:
-            listed = await self._cache.list(kind.gvk, metadata_only=True)
-            for item in listed["items"]:
-                key = kind.key(item)
-                if key is not None:
-                    self._keys.queue.add(Request(key))
+        live, ring = self.live or (), self.ring
+        unsettled: set[str] = set()
+        for kind in ring.kinds:
+            for informer in self._cache.get_informers(kind.gvk, metadata_only=True):
+                for obj in informer.indexer.values():
+                    key = kind.key(obj)
+                    labels = _labels(obj)
+                    current = labels.get(ring.shard_label)
+                    if key is not None and (
+                        ring.drain_label in labels or current != owner(live, key)
+                    ):
+                        unsettled.add(key)
+        for key in unsettled:
+            self._keys.queue.add(Request(key))
 
     # --- assignment ------------------------------------------------------------------------------
 
@@ -169,19 +196,31 @@ class Sharder:
         if not live:
             return None  # no shard yet: every key is enqueued when the first one appears
         key = request.name
-        group = await self._group(key)
+        group = self._group(key)
+        if group is None:
+            return Result(requeue_after=CONFLICT_RETRY)
         if not group:
             self._drains.pop(key, None)
             return None
-        await self._settle(key, group, owner(live, key), live)
+        settled = await self._settle(key, group, owner(live, key), live)
+        log.debug("key settled" if settled else "key changed meanwhile", key=key)
+        if not settled:
+            # Changed since (a status write, often): decide again on the version the cache is
+            # about to show. Not a failure: the rate limiter's backoff (and its shared 10 qps
+            # bucket) would hold a whole move back behind the busiest objects.
+            return Result(requeue_after=CONFLICT_RETRY)
         return None
 
-    async def _group(self, key: str) -> list[tuple[ShardedKind, dict[str, Any]]]:
+    def _group(self, key: str) -> list[tuple[ShardedKind, dict[str, Any]]] | None:
+        """Every object of ``key``, None while a kind's informer has not synced (a key decided
+        on a part of its objects could be split between two shards)."""
         assert self._cache is not None
         group: list[tuple[ShardedKind, dict[str, Any]]] = []
         for kind in self.ring.kinds:
-            listed = await self._cache.list(kind.gvk, index=(KEY_INDEX, key), metadata_only=True)
-            group.extend((kind, item) for item in listed["items"])
+            for informer in self._cache.get_informers(kind.gvk, metadata_only=True):
+                if not informer.has_synced():
+                    return None
+                group.extend((kind, obj) for obj in informer.indexer.by_index(KEY_INDEX, key))
         return group
 
     async def _settle(
@@ -190,7 +229,8 @@ class Sharder:
         group: list[tuple[ShardedKind, dict[str, Any]]],
         desired: str | None,
         live: tuple[str, ...],
-    ) -> None:
+    ) -> bool:
+        """Take the key one step towards ``desired``; False when an object changed meanwhile."""
         ring = self.ring
         elsewhere = [
             (kind, obj)
@@ -199,27 +239,46 @@ class Sharder:
             and _labels(obj).get(ring.shard_label) in live
         ]
         if elsewhere:
-            for kind, obj in elsewhere:
-                if ring.drain_label not in _labels(obj):
-                    await self._label(kind, obj, {ring.drain_label: "true"})
             self._drains.setdefault(key, anyio.current_time())
-            return
-        moved = False
-        for kind, obj in group:
-            labels = _labels(obj)
-            current = labels.get(ring.shard_label)
-            if current == desired and ring.drain_label not in labels:
-                continue
-            await self._label(kind, obj, {ring.shard_label: desired, ring.drain_label: None})
-            if current != desired:
+            drains = [(k, o) for k, o in elsewhere if ring.drain_label not in _labels(o)]
+            return await self._label_all(drains, {ring.drain_label: "true"})
+        stale = [
+            (kind, obj)
+            for kind, obj in group
+            if _labels(obj).get(ring.shard_label) != desired or ring.drain_label in _labels(obj)
+        ]
+        assigned = {ring.shard_label: desired, ring.drain_label: None}
+        if not await self._label_all(stale, assigned):
+            return False
+        for _, obj in stale:
+            if _labels(obj).get(ring.shard_label) != desired:
                 self._metrics.assignments.labels(ring.name, desired).inc()
-                moved = moved or current is not None
+        moved = any(_labels(obj).get(ring.shard_label) not in (None, desired) for _, obj in stale)
         started = self._drains.pop(key, None)
         if started is not None:
             self._metrics.moves.labels(ring.name, "drained").inc()
             self._metrics.drain_seconds.labels(ring.name).observe(anyio.current_time() - started)
         elif moved:
             self._metrics.moves.labels(ring.name, "dead").inc()
+        return True
+
+    async def _label_all(
+        self, objects: list[tuple[ShardedKind, dict[str, Any]]], labels: Mapping[str, str | None]
+    ) -> bool:
+        """Patch ``labels`` on every object at once; False when one of them changed meanwhile."""
+        changed = False
+
+        async def label(kind: ShardedKind, obj: Mapping[str, Any]) -> None:
+            nonlocal changed
+            try:
+                await self._label(kind, obj, labels)
+            except Conflict:
+                changed = True
+
+        async with anyio.create_task_group() as group:
+            for kind, obj in objects:
+                group.start_soon(label, kind, obj)
+        return not changed
 
     async def _label(
         self, kind: ShardedKind, obj: Mapping[str, Any], labels: Mapping[str, str | None]
@@ -227,21 +286,35 @@ class Sharder:
         """Patch ``labels`` on ``obj``, if it is still the version the decision was made on.
 
         Raises:
-            Conflict: it changed since (the key is retried on the newer objects).
+            Conflict: it changed since.
         """
         metadata = obj["metadata"]
         patch = {"metadata": {"resourceVersion": metadata["resourceVersion"], "labels": labels}}
         try:
-            await self.manager.api_reader.patch(
+            await self._client.patch(
                 kind.gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None
             )
         except NotFound:
             return
 
 
-def _watch(cache: Cache, keys: Controller, kind: ShardedKind) -> None:
+def _watch(cache: Cache, keys: Controller, kind: ShardedKind, ring: Ring) -> None:
     cache.index_field(kind.gvk, KEY_INDEX, _key_index(kind))
-    keys.watch(Kind(cache, kind.gvk, _ByKey(kind), metadata_only=True))
+    matters = functools.partial(_assignment_changed, ring, kind)
+    keys.watch(Kind(cache, kind.gvk, _ByKey(kind), (matters,), metadata_only=True))
+
+
+def _assignment_changed(ring: Ring, kind: ShardedKind, event: Event) -> bool:
+    """Objects come and go, shards release them, keys change; any other change (a status
+    written, most often) leaves the key where it is, and would only fill the queue a move
+    waits in."""
+    if event.type is not EventType.UPDATE or event.old is None:
+        return True
+    if kind.key(event.old) != kind.key(event.obj):
+        return True
+    labels = (ring.shard_label, ring.drain_label)
+    before, after = _labels(event.old), _labels(event.obj)
+    return any(before.get(label) != after.get(label) for label in labels)
 
 
 def _key_index(kind: ShardedKind) -> IndexFunc:

@@ -32,6 +32,7 @@ import anyio
 import pytest
 import pytest_asyncio
 
+from controllers.cluster import clusters_ready
 from controllers.sharding import RING
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX
 from testenv import Environment, eventually, find_binaries
@@ -82,6 +83,7 @@ class Fleet:
     stack: AsyncExitStack
     replicas: dict[str, Replica] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
+    waiting: str = ""
 
     async def add(self, name: str) -> Replica:
         port = _free_port()
@@ -185,16 +187,27 @@ async def assignments(clusters: Clusters) -> dict[str, str | None]:
 
 async def held_by_their_shards(fleet: Fleet, clusters: Clusters) -> dict[str, int] | None:
     """Shard -> templates, once every template is on a live shard and each live replica's
-    cache holds exactly its own (None until then)."""
+    cache holds exactly its own (None until then; ``fleet.waiting`` says why)."""
     assigned = await assignments(clusters)
     alive = fleet.alive()
-    if len(assigned) != TEMPLATES or any(shard not in alive for shard in assigned.values()):
+    elsewhere = {n: s for n, s in assigned.items() if s not in alive}
+    if len(assigned) != TEMPLATES or elsewhere:
+        fleet.waiting = f"{len(assigned)} templates, not on a live shard: {elsewhere}"
         return None
     counts = {name: sum(1 for s in assigned.values() if s == name) for name in alive}
-    for name in alive:
-        if await fleet.cached_templates(name) != counts[name]:
-            return None
+    cached = {name: await fleet.cached_templates(name) for name in alive}
+    if any(cached[name] != counts[name] for name in alive):
+        fleet.waiting = f"labelled {counts}, cached {cached}"
+        return None
     return counts
+
+
+async def held(fleet: Fleet, clusters: Clusters, timeout: float) -> dict[str, int]:
+    """``held_by_their_shards``, waited for."""
+    try:
+        return await eventually(partial(held_by_their_shards, fleet, clusters), timeout=timeout)
+    except AssertionError:
+        raise AssertionError(f"not held within {timeout}s: {fleet.waiting}") from None
 
 
 async def test_three_replicas_share_the_templates_and_hand_them_over(
@@ -216,11 +229,13 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     for name in ("r0", "r1", "r2"):
         await fleet.add(name)
     names = [f"web-{i:03d}" for i in range(TEMPLATES)]
+    # Scheduled once, as Karmada does: a member not Ready yet would get no share for good.
+    await eventually(lambda: clusters_ready(host, MEMBERS), timeout=120)
     await host.create(label_policy(POLICY, ns, LABELS, MEMBERS))
     await bounded(partial(host.create, labelled_template(n, ns, LABELS)) for n in names)
     took = await converge(clusters, set(names), CONVERGE_TIMEOUT, interval=2.0)
     print(f"{TEMPLATES} templates propagated by 3 shards in {took:.1f}s")
-    counts = await eventually(partial(held_by_their_shards, fleet, clusters), timeout=60)
+    counts = await held(fleet, clusters, 60)
     print(f"templates per shard: {counts}")
     assert all(counts[name] > 0 for name in ("r0", "r1", "r2")), counts
 
@@ -230,7 +245,7 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     victim.kill()
     killed = anyio.current_time()
     assert await victim.exit_status(60) == -signal.SIGKILL
-    after_kill = await eventually(partial(held_by_their_shards, fleet, clusters), timeout=60)
+    after_kill = await held(fleet, clusters, 60)
     reassigned = anyio.current_time() - killed
     print(
         f"{victim.name} SIGKILLed: its templates held elsewhere {reassigned:.1f}s later: {after_kill}"
@@ -240,7 +255,7 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
 
     before_join = await assignments(clusters)
     await fleet.add("r3")
-    joined = await eventually(partial(held_by_their_shards, fleet, clusters), timeout=90)
+    joined = await held(fleet, clusters, 90)
     moved = [n for n, shard in (await assignments(clusters)).items() if shard != before_join[n]]
     print(f"r3 joined: {len(moved)} templates moved to it: {joined}")
     assert moved, "the new replica got no templates"

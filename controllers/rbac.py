@@ -193,8 +193,10 @@ _DECLARATIONS: Final[Mapping[str, str]] = {
     "taint-manager": "controllers.eviction.taintmanager:PERMISSIONS",
     "graceful-eviction": "controllers.eviction.graceful:PERMISSIONS",
     "application-failover": "controllers.eviction.applicationfailover:PERMISSIONS",
+    "sharding": "controllers.sharding:PERMISSIONS",
 }
-# Names as controllers.controllermanager.CONTROLLERS; imported on use, as there.
+# Names as controllers.controllermanager.CONTROLLERS (and "sharding", what --shards adds);
+# imported on use, as there.
 
 
 def declared(controllers: Iterable[str] | None = None) -> dict[str, Permissions]:

@@ -4,10 +4,12 @@ One ring, ``karmada``, holds every resource template kind (added as the detector
 Namespaces, ResourceBindings, ClusterResourceBindings and Works, all keyed by their binding: a
 template by the (Cluster)ResourceBinding it gets (``<namespace>/<binding_name(kind, name)>``, the
 name Karmada gives it), a binding by itself, a Work by the binding its annotations name, a
-Namespace's Works (the namespace controller's) by the Namespace. So a template, its binding and its
-Works are one key and always on one replica: the detector, scheduler, binding, status, execution,
-eviction and namespace controllers each see and reconcile that replica's keys only, and a key's
-objects move between replicas together (``reconcile.sharding``). Policies, Clusters and the
+Namespace's Works (the namespace controller's) by the Namespace. Templates in the namespaces
+Karmada never propagates from (kube-*, karmada-system, karmada-cluster, karmada-es-*) have no key:
+no replica holds them. So a template, its binding and its Works are one key and always on one
+replica: the detector, scheduler, binding, status, execution, eviction and namespace controllers
+each see and reconcile that replica's keys only, and a key's objects move between replicas
+together (``reconcile.sharding``). Policies, Clusters and the
 interpreter's customizations are not sharded: every replica caches all of them.
 
 Differences from what the sharding issue sketched, and why: execution and Work status follow the
@@ -32,13 +34,17 @@ from controllers.api import (
     RESOURCE_BINDING_NAME_ANNOTATION,
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,
     WORK_GVK,
+    is_reserved_namespace,
 )
+from controllers.api.names import KARMADA_SYSTEM_NAMESPACE
 from controllers.binding.names import binding_name
+from controllers.rbac import Permissions, Rule
 from reconcile import GVK, Manager, Reconciler, ReconcilerFunc, Request
 from reconcile.sharding import KeyFunc, Ring, Shard, ShardedKind, Sharder
 
 __all__ = [
     "NAMESPACE",
+    "PERMISSIONS",
     "RING",
     "Sharding",
     "ShardingOptions",
@@ -49,6 +55,26 @@ __all__ = [
 
 RING: Final = "karmada"
 NAMESPACE: Final = GVK("", "v1", "Namespace")
+
+PERMISSIONS: Final = Permissions(
+    rules=(
+        Rule(
+            ("coordination.k8s.io",),
+            ("leases",),
+            ("get", "update", "list", "watch"),
+            "--shards: each replica's shard Lease (named after its Pod), the sharder's cache",
+            namespace=KARMADA_SYSTEM_NAMESPACE,
+        ),
+        Rule(
+            ("work.karmada.io",),
+            ("works",),
+            ("patch",),
+            "--shards: the sharder's and the shards' shard and drain labels (templates and "
+            "bindings are patched already)",
+        ),
+    )
+)
+"""What ``--shards=auto`` adds (deploy/ grants it: its Deployment runs sharded)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +99,11 @@ def template_key(kind: str) -> KeyFunc:
 
     def key(obj: Mapping[str, Any]) -> str | None:
         metadata = obj.get("metadata") or {}
-        return _key(metadata.get("namespace") or "", binding_name(kind, metadata["name"]))
+        namespace, name = metadata.get("namespace") or "", metadata["name"]
+        # Never propagated (the detector and namespace controller skip them): no shard's part.
+        if is_reserved_namespace(namespace or (name if kind == NAMESPACE.kind else "")):
+            return None
+        return _key(namespace, binding_name(kind, name))
 
     return key
 

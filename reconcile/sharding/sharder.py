@@ -90,7 +90,7 @@ class Sharder:
     """
 
     def __init__(
-        self, manager: Manager, ring: Ring, *, namespace: str | None = None, workers: int = 16
+        self, manager: Manager, ring: Ring, *, namespace: str | None = None, workers: int = 32
     ) -> None:
         self.manager = manager
         self.ring = ring

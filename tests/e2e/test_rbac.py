@@ -27,6 +27,7 @@ from controllers.api import KARMADA_CLUSTER_NAMESPACE
 from controllers.cluster.secrets import SECRET, cluster_secret_cache
 from controllers.detector import binding_coordinates
 from controllers.rbac import LEASE_NAME, SERVICE_ACCOUNT, aggregated_rules, granted
+from controllers.sharding import ShardingOptions
 from reconcile import GVK, Client, ClusterConfig, ManagerOptions, NotFound
 from testenv import Environment, eventually
 from tests.e2e.stack import (
@@ -53,7 +54,14 @@ TOKEN_SECONDS = 3600
 USER = f"system:serviceaccount:{SERVICE_ACCOUNT[0]}:{SERVICE_ACCOUNT[1]}"
 
 
-async def test_propagation_under_deploys_rbac(joined: Environment, namespace: str) -> None:
+@pytest.mark.parametrize("sharded", [False, True], ids=["one-replica", "sharded"])
+async def test_propagation_under_deploys_rbac(
+    joined: Environment, namespace: str, sharded: bool
+) -> None:
+    # deploy/ runs the controller-manager sharded (--shards=auto): its shard Lease, the
+    # sharder's Lease cache and label patches are requests too. (It labels every template of
+    # the shared host; the labels are never sent to members, and its Lease is released.)
+    sharding = ShardingOptions(name="rbac-0", namespace=SERVICE_ACCOUNT[0]) if sharded else None
     await _apply_deploy(joined)
     async with await client_of(joined.host) as admin:
         await _aggregate_cluster_roles(admin)
@@ -65,7 +73,9 @@ async def test_propagation_under_deploys_rbac(joined: Environment, namespace: st
         leader_election_namespace=SERVICE_ACCOUNT[0],
     )
     with _no_refusals():
-        async with running(joined, namespace, config=config, options=options) as stack:
+        async with running(
+            joined, namespace, config=config, options=options, sharding=sharding
+        ) as stack:
             assert await _whoami(stack) == USER
             await _wait_detector_watches(stack, DEPLOYMENT)
             await _propagate(stack)

@@ -33,8 +33,8 @@ import pytest
 import pytest_asyncio
 
 from controllers.cluster import clusters_ready
-from controllers.sharding import RING
-from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX
+from controllers.sharding import RING, template_key
+from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import Environment, eventually, find_binaries
 from tests.builders import scaled as timing
 from tests.e2e.conftest import join_members
@@ -59,8 +59,10 @@ pytestmark = [
 
 TEMPLATES = 300
 TIMINGS = Timings(lease=timing(2.0), renew=timing(1.5), retry=timing(0.25))
-REASSIGN_BOUND = TIMINGS.lease + 5.0
-"""#14: a dead replica's templates are owned elsewhere within the lease duration + 5 s."""
+REASSIGN_BOUND = TIMINGS.lease + timing(5.0)
+"""#14: a dead replica's templates are owned elsewhere within the lease duration + 5 s, the 5 s
+stretched by TIMING_SCALE like every real-time bound of the suite (measured 8.0-10.0 s at the
+default scale 2, lease 4 s: docs/operations.md)."""
 CONVERGE_TIMEOUT = 240.0
 LABELS = {"e2e.reconcile.io/sharding": "true"}
 POLICY = "sharded"
@@ -186,13 +188,13 @@ async def assignments(clusters: Clusters) -> dict[str, str | None]:
 
 
 async def held_by_their_shards(fleet: Fleet, clusters: Clusters) -> dict[str, int] | None:
-    """Shard -> templates, once every template is on a live shard and each live replica's
-    cache holds exactly its own (None until then; ``fleet.waiting`` says why)."""
+    """Shard -> templates, once every template is on the live shard that owns its key and each
+    live replica's cache holds exactly its own (None until then; ``fleet.waiting`` says why)."""
     assigned = await assignments(clusters)
-    alive = fleet.alive()
-    elsewhere = {n: s for n, s in assigned.items() if s not in alive}
-    if len(assigned) != TEMPLATES or elsewhere:
-        fleet.waiting = f"{len(assigned)} templates, not on a live shard: {elsewhere}"
+    alive = sorted(fleet.alive())
+    wrong = {n: s for n, s in assigned.items() if s != owner(alive, _template_key(n, clusters))}
+    if len(assigned) != TEMPLATES or wrong:
+        fleet.waiting = f"{len(assigned)} templates, {len(wrong)} not on their owner: {wrong}"
         return None
     counts = {name: sum(1 for s in assigned.values() if s == name) for name in alive}
     cached = {name: await fleet.cached_templates(name) for name in alive}
@@ -202,10 +204,20 @@ async def held_by_their_shards(fleet: Fleet, clusters: Clusters) -> dict[str, in
     return counts
 
 
+def _template_key(name: str, clusters: Clusters) -> str:
+    key = template_key(DEPLOYMENT.kind)(
+        {"metadata": {"namespace": clusters.namespace, "name": name}}
+    )
+    assert key is not None
+    return key
+
+
 async def held(fleet: Fleet, clusters: Clusters, timeout: float) -> dict[str, int]:
     """``held_by_their_shards``, waited for."""
     try:
-        return await eventually(partial(held_by_their_shards, fleet, clusters), timeout=timeout)
+        # Not too often: each look scrapes every replica's /metrics, work on their event loops.
+        probe = partial(held_by_their_shards, fleet, clusters)
+        return await eventually(probe, timeout=timeout, interval=0.25)
     except AssertionError:
         raise AssertionError(f"not held within {timeout}s: {fleet.waiting}") from None
 
@@ -256,10 +268,10 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     before_join = await assignments(clusters)
     await fleet.add("r3")
     joined = await held(fleet, clusters, 90)
-    moved = [n for n, shard in (await assignments(clusters)).items() if shard != before_join[n]]
-    print(f"r3 joined: {len(moved)} templates moved to it: {joined}")
-    assert moved, "the new replica got no templates"
     now = await assignments(clusters)
+    moved = [n for n, shard in now.items() if shard != before_join[n]]
+    print(f"r3 joined: {len(moved)} templates moved to it: {joined}")
+    assert joined["r3"] > 0, "the new replica got no templates"
     assert all(now[n] == "r3" for n in moved), "keys moved only to the new replica"
     await _scale_and_converge(clusters, set(names[:60]), names)
     assert overlaps(fleet.spans()) == [], "a key was reconciled by two replicas at once"

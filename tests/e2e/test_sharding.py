@@ -260,7 +260,8 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     after_kill = await held(fleet, clusters, 60)
     reassigned = anyio.current_time() - killed
     print(
-        f"{victim.name} SIGKILLed: its templates held elsewhere {reassigned:.1f}s later: {after_kill}"
+        f"{victim.name} SIGKILLed: its templates held elsewhere {reassigned:.1f}s later: "
+        f"{after_kill}"
     )
     assert reassigned <= REASSIGN_BOUND, f"{reassigned:.1f}s > {REASSIGN_BOUND}s"
     await _scale_and_converge(clusters, set(names[:30]), names)

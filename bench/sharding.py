@@ -208,7 +208,7 @@ async def _replica(args: argparse.Namespace) -> None:
     }
     shard = Shard(manager, ring, name=args.child, namespace=NAMESPACE, **timings)
     manager.add(shard)
-    manager.add(Sharder(manager, ring, namespace=NAMESPACE))
+    manager.add(Sharder(manager, ring, namespace=NAMESPACE, workers=args.sharder_workers))
     with (args.out / f"{args.child}.jsonl").open("w", buffering=1) as out:
         options = ControllerOptions(need_leader_election=False, max_concurrent_reconciles=4)
         (
@@ -329,6 +329,7 @@ class _Run:
             argv = [sys.executable, "-m", "bench.sharding", "--child", name]
             argv += ["--kubeconfig", str(self.args.kubeconfig), "--ring", self.ring.name]
             argv += ["--out", str(self.out), "--hold", str(self.args.hold)]
+            argv += ["--sharder-workers", str(self.args.sharder_workers)]
             argv += [f"--{flag}={getattr(self.args, flag.replace('-', '_'))}" for flag in _LEASE]
             process = await anyio.open_process(argv, cwd=ROOT, stderr=None)
             child = _Child(name, process, _Tail(self.out / f"{name}.jsonl"))
@@ -522,7 +523,12 @@ async def _parent(args: argparse.Namespace) -> None:
             say(f"created {args.objects} ConfigMaps in {seconds:.1f} s")
             runs = [await _one_run(args, client, count) for count in args.replicas]
     result = _report(runs)
-    result.update(objects=args.objects, date=time.strftime("%Y-%m-%d"))
+    result.update(
+        objects=args.objects,
+        sharder_workers=args.sharder_workers,
+        lease_duration=args.lease_duration,
+        date=time.strftime("%Y-%m-%d"),
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     say("RESULT", json.dumps(result))
@@ -537,6 +543,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kill", type=int, default=3, help="SIGKILL one replica in this run")
     parser.add_argument("--kill-leader", action="store_true", help="kill the leader instead")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds each reconcile sleeps")
+    parser.add_argument(
+        "--sharder-workers", type=int, default=4, help="concurrent label patches (Sharder's)"
+    )
     parser.add_argument("--lease-duration", type=float, default=4.0)
     parser.add_argument("--renew-deadline", type=float, default=3.0)
     parser.add_argument("--retry-period", type=float, default=0.5)

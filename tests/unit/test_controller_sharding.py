@@ -1,0 +1,72 @@
+"""The controller-manager's ring: one key for a template, its binding and its Works."""
+
+from __future__ import annotations
+
+import pytest
+
+from controllers.api import (
+    CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+)
+from controllers.binding import binding_name
+from controllers.controllermanager import build
+from controllers.sharding import ShardingOptions, binding_key, template_key, work_key
+from reconcile import Manager
+from testenv import FakeClient
+
+
+def _meta(name: str, namespace: str = "", **fields: object) -> dict[str, object]:
+    metadata: dict[str, object] = {"name": name, **fields}
+    if namespace:
+        metadata["namespace"] = namespace
+    return {"metadata": metadata}
+
+
+def test_a_template_its_binding_and_its_works_share_one_key() -> None:
+    template = template_key("Deployment")(_meta("web", "shop"))
+    binding = binding_key(_meta(binding_name("Deployment", "web"), "shop"))
+    annotations = {
+        RESOURCE_BINDING_NAMESPACE_ANNOTATION: "shop",
+        RESOURCE_BINDING_NAME_ANNOTATION: binding_name("Deployment", "web"),
+    }
+    work = work_key(_meta("web-abc", "karmada-es-member1", annotations=annotations))
+    assert template == binding == work == "shop/web-deployment"
+
+
+def test_cluster_scoped_templates_key_by_their_cluster_binding() -> None:
+    template = template_key("ClusterRole")(_meta("system:reader"))
+    annotations = {
+        CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION: binding_name("ClusterRole", "system:reader")
+    }
+    work = work_key(_meta("w", "karmada-es-member1", annotations=annotations))
+    assert template == work == "system.reader-clusterrole"
+
+
+def test_a_namespace_work_follows_its_namespace() -> None:
+    owner = {"kind": "Namespace", "name": "shop", "controller": True}
+    work = work_key(_meta("shop-ns", "karmada-es-member1", ownerReferences=[owner]))
+    assert work == template_key("Namespace")(_meta("shop"))
+
+
+def test_reserved_namespaces_have_no_key_and_foreign_works_neither() -> None:
+    assert template_key("ConfigMap")(_meta("x", "kube-system")) is None
+    assert template_key("Namespace")(_meta("karmada-es-member1")) is None
+    assert work_key(_meta("w", "karmada-es-member1")) is None
+
+
+def test_the_same_kind_gets_the_same_key_function() -> None:
+    assert template_key("Deployment") is template_key("Deployment")
+
+
+def test_sharded_builds_leave_out_the_dependencies_distributor() -> None:
+    options = ShardingOptions(name="r0", namespace="karmada-system")
+    with pytest.raises(ValueError, match="dependencies-distributor cannot run with --shards"):
+        build(
+            Manager(client=FakeClient()),
+            controllers=["*", "dependencies-distributor"],
+            sharding=options,
+        )
+    context = build(Manager(client=FakeClient()), sharding=options)
+    assert context.sharding is not None
+    assert "dependencies-distributor" not in context.manager.controller_names

@@ -6,12 +6,13 @@ name (a label-selected list and watch: the replica holds only its shard), holds 
 it and labelled with its rings (renewed like the leader's; the sharder assigns objects only to
 shards whose Leases are live), and wraps the reconcilers of the sharded kinds in a guard:
 
-- an object that carries its ring's drain label is let go, not reconciled, once no reconcile of
-  any object of its key (a template, its binding, their Works: every guard of the ring on this
-  replica counts) runs here: its shard and drain labels are removed in one patch, conditional on
-  the resourceVersion the drain was seen in, so it never undoes a later assignment; while an
-  object of a key is leaving, the key's other objects are not reconciled here (looked at again a
-  second later, in case the drain is called off);
+- an object that carries its ring's drain label is not reconciled; the shard's drainer, which
+  sees the label in the informers' events whatever predicates the controllers filter theirs with,
+  lets it go once no reconcile of any object of its key (a template, its binding, their Works:
+  every guard of the ring on this replica counts) runs here: its shard and drain labels are
+  removed in one patch, conditional on the resourceVersion the drain was seen in, so it never
+  undoes a later assignment; while an object of a key is leaving, the key's other objects are not
+  reconciled here (looked at again a second later, in case the drain is called off);
 - a request whose object is not in the cache is one of three things, told apart by one live read:
   deleted (the reconciler handles it as before), moved to another shard or not yet assigned (not
   ours: nothing is done — a moved object must not look deleted), or ours but not yet cached

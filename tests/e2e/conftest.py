@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import pytest_asyncio
 
 from controllers.api import crd_paths
 from controllers.join import join_cluster
-from testenv import Environment
+from testenv import Environment, find_binaries
 from tests.e2e.stack import MEMBERS, client_of
+
+
+@contextlib.asynccontextmanager
+async def own_control_plane() -> AsyncIterator[Environment]:
+    """A control plane of a module's own: etcd, host, member1 and member2 (not joined), for
+    modules whose controller-managers would otherwise act on what earlier tests left on the
+    session's shared one, or whose faults (an etcd restart) must not reach other tests."""
+    env = Environment(binaries=find_binaries())
+    await env.start()
+    try:
+        for name in MEMBERS:
+            await env.add_member(name)
+        yield env
+    finally:
+        await env.stop()
 
 
 async def join_members(env: Environment) -> Environment:

@@ -49,9 +49,9 @@ import pytest
 import pytest_asyncio
 
 from controllers.cluster import clusters_ready
-from testenv import Environment, eventually, find_binaries
+from testenv import Environment, eventually
 from tests.builders import scaled
-from tests.e2e.conftest import join_members
+from tests.e2e.conftest import join_members, own_control_plane
 from tests.e2e.convergence import (
     REPLICAS,
     SHARES,
@@ -208,14 +208,8 @@ async def chaos_env() -> AsyncIterator[Environment]:
     took 19.0 / 27.6 / 0.5 / 21.7 s to converge instead of 7.4 / 7.4 / 0.6 / 9.7 s alone. Its own
     etcd also keeps the etcd restart from reaching other tests' control planes.
     """
-    env = Environment(binaries=find_binaries())
-    await env.start()
-    try:
-        for name in MEMBERS:
-            await env.add_member(name)
+    async with own_control_plane() as env:
         yield env
-    finally:
-        await env.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

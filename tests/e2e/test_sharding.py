@@ -35,9 +35,9 @@ import pytest_asyncio
 from controllers.cluster import clusters_ready
 from controllers.sharding import RING, template_key
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
-from testenv import Environment, eventually, find_binaries
+from testenv import Environment, eventually
 from tests.builders import scaled as timing
-from tests.e2e.conftest import join_members
+from tests.e2e.conftest import join_members, own_control_plane
 from tests.e2e.convergence import (
     REPLICAS,
     Clusters,
@@ -167,15 +167,10 @@ def overlaps(spans: list[Span]) -> list[tuple[str, str, str]]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def sharded_env() -> AsyncIterator[Environment]:
-    """A control plane of the module's own (etcd, host, member1, member2), members joined."""
-    env = Environment(binaries=find_binaries())
-    await env.start()
-    try:
-        for name in MEMBERS:
-            await env.add_member(name)
+    """A control plane of the module's own, members joined: the sharder labels every template
+    of the host it runs on."""
+    async with own_control_plane() as env:
         yield await join_members(env)
-    finally:
-        await env.stop()
 
 
 async def assignments(clusters: Clusters) -> dict[str, str | None]:

@@ -40,7 +40,7 @@ from controllers.api.names import KARMADA_SYSTEM_NAMESPACE
 from controllers.binding.names import binding_name
 from controllers.rbac import Permissions, Rule
 from reconcile import GVK, Manager, Reconciler, ReconcilerFunc, Request
-from reconcile.sharding import KeyFunc, Ring, Shard, ShardedKind, Sharder
+from reconcile.sharding import KeyFunc, Ring, Shard, ShardedKind, Sharder, check_shard_name
 
 __all__ = [
     "NAMESPACE",
@@ -79,13 +79,22 @@ PERMISSIONS: Final = Permissions(
 
 @dataclass(frozen=True)
 class ShardingOptions:
-    """``--shards`` and its company: this replica's shard name and the Lease timings."""
+    """``--shards`` and its company: this replica's shard name and the Lease timings.
+
+    Raises:
+        ValueError: (at construction) a name that cannot name a Lease or be a label value.
+    """
 
     name: str
     namespace: str
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        # At the flag, before any connection: a bad name would otherwise fail only as a Lease
+        # the apiserver refuses, again and again.
+        check_shard_name(self.name)
 
 
 def _key(namespace: str, name: str) -> str:

@@ -21,7 +21,7 @@ from reconcile.sharding.ring import (
     shard_labels,
     without_sharding_labels,
 )
-from reconcile.sharding.shard import NOT_CACHED_RETRY, Shard
+from reconcile.sharding.shard import NOT_CACHED_RETRY, Shard, check_shard_name
 from reconcile.sharding.sharder import EXPIRY_SLACK, Sharder
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "ShardedKind",
     "Sharder",
     "SharderMetrics",
+    "check_shard_name",
     "object_key",
     "owner",
     "shard_labels",

@@ -53,7 +53,7 @@ from reconcile.sharding.metrics import SharderMetrics, register_shard_objects
 from reconcile.sharding.ring import Ring, ShardedKind
 from reconcile.store import Obj
 
-__all__ = ["NOT_CACHED_RETRY", "Route", "Shard"]
+__all__ = ["NOT_CACHED_RETRY", "Route", "Shard", "check_shard_name"]
 
 log = structlog.get_logger("reconcile.sharding")
 
@@ -380,11 +380,24 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
+def check_shard_name(name: str) -> None:
+    """Refuse a shard name that is not both a Lease name and a label value.
+
+    Raises:
+        ValueError: not 1-63 characters of a-z, 0-9, '-' and '.' beginning and ending with a
+            letter or digit (a Lease the apiserver refuses would be retried for ever).
+    """
+    allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-.")
+    if not name or len(name) > _LABEL_VALUE_LIMIT or not set(name) <= allowed:
+        raise ValueError(
+            f"shard name {name!r} must be 1-63 characters of a-z, 0-9, '-' and '.' "
+            "(it names the shard's Lease and is a label value)"
+        )
+    if not (name[0].isalnum() and name[-1].isalnum()):
+        raise ValueError(f"shard name {name!r} must begin and end with a letter or digit")
+
+
 def _check(name: str, rings: tuple[Ring, ...]) -> None:
     if not rings:
         raise ValueError("a shard needs at least one ring")
-    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-    if not name or len(name) > _LABEL_VALUE_LIMIT or not set(name) <= allowed:
-        raise ValueError(f"shard name {name!r} must be a label value (63 characters at most)")
-    if not (name[0].isalnum() and name[-1].isalnum()):
-        raise ValueError(f"shard name {name!r} must begin and end with a letter or digit")
+    check_shard_name(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from controllers import cli
 from controllers.api import (
     CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
     RESOURCE_BINDING_NAME_ANNOTATION,
@@ -70,3 +71,24 @@ def test_sharded_builds_leave_out_the_dependencies_distributor() -> None:
     context = build(Manager(client=FakeClient()), sharding=options)
     assert context.sharding is not None
     assert "dependencies-distributor" not in context.manager.controller_names
+
+
+@pytest.mark.parametrize(
+    "name", ["R0", "r_0", "r 0", "-r0", "r0.", "", "x" * 64, "r0\n", "über", "r0;rm -rf"]
+)
+def test_a_shard_name_that_cannot_name_a_lease_is_refused_at_the_flag(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["controller-manager", "--kubeconfig=/nonexistent", "--leader-elect"]
+    assert cli.main([*flags, "--shards=auto", f"--shard-name={name}"]) == 2
+    assert "shard name" in capsys.readouterr().err  # not a kubeconfig or connection error
+
+
+def test_sharding_without_leader_election_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["controller-manager", "--kubeconfig=/nonexistent", "--shards=auto"]
+    assert cli.main([*flags, "--shard-name=r0"]) == 2
+    assert "needs --leader-elect" in capsys.readouterr().err
+
+
+def test_a_good_shard_name_passes() -> None:
+    assert ShardingOptions(name="reconcile-7d9f.b-0", namespace="karmada-system").name

@@ -54,6 +54,12 @@ class Context:
         """``reconciler`` behind this replica's shard guard for ``gvk`` requests (sharded)."""
         return self.sharding.guard(gvk, reconciler) if self.sharding else reconciler
 
+    def guard_templates(
+        self, reconciler: Reconciler | ReconcilerFunc
+    ) -> Reconciler | ReconcilerFunc:
+        """The detector's ``reconciler`` (templates and policies in one queue), guarded."""
+        return self.sharding.guard_templates(reconciler) if self.sharding else reconciler
+
     def guard_bindings(
         self, reconciler: Reconciler | ReconcilerFunc
     ) -> Reconciler | ReconcilerFunc:

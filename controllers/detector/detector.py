@@ -254,9 +254,7 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
         # A template held back by dependentOverrides goes on once the override exists.
         builder.watches(gvk, waiting, _created)
     options = context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-    reconciler = (
-        detector if context.sharding is None else context.sharding.guard_templates(detector)
-    )
+    reconciler = context.guard_templates(detector)
     controller = builder.watches(detector.discovery).with_options(options).complete(reconciler)
     detector.queue = controller.queue
     context.interpreter.subscribe(detector.reinterpret)

@@ -18,6 +18,7 @@ from reconcile.sharding.ring import (
     ShardedKind,
     object_key,
     owner,
+    relabel,
     shard_labels,
     without_sharding_labels,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "check_shard_name",
     "object_key",
     "owner",
+    "relabel",
     "shard_labels",
     "without_sharding_labels",
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from reconcile.gvk import GVK
 
@@ -31,6 +31,7 @@ __all__ = [
     "ShardedKind",
     "object_key",
     "owner",
+    "relabel",
     "shard_labels",
     "without_sharding_labels",
 ]
@@ -166,6 +167,31 @@ def without_sharding_labels(labels: Mapping[str, Any]) -> dict[str, Any]:
     """``labels`` without shard and drain labels: what a comparison of an object's own labels,
     or a copy of them into another cluster, must not see."""
     return {k: v for k, v in labels.items() if not k.startswith((SHARD_PREFIX, DRAIN_PREFIX))}
+
+
+class LabelPatcher(Protocol):
+    """The one verb ``relabel`` needs; ``reconcile.client.Client`` satisfies it."""
+
+    async def patch(
+        self, gvk: GVK, name: str, patch: Any, /, *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Merge-patch the object."""
+        ...
+
+
+async def relabel(
+    client: LabelPatcher, gvk: GVK, obj: Mapping[str, Any], labels: Mapping[str, str | None]
+) -> None:
+    """Merge ``labels`` (None removes one) into ``obj``'s, only if it is still at the
+    resourceVersion it was read at: every assignment, drain and release is decided on one
+    version of the object, and must not land on a newer one.
+
+    Raises:
+        Conflict: it changed since. NotFound: it is gone.
+    """
+    metadata = obj["metadata"]
+    patch = {"metadata": {"resourceVersion": metadata["resourceVersion"], "labels": labels}}
+    await client.patch(gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None)
 
 
 def owner(shards: Iterable[str], key: str) -> str | None:

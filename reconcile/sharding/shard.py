@@ -50,7 +50,7 @@ from reconcile.leaderelection import (
 from reconcile.manager import Manager
 from reconcile.reconciler import Reconciler, ReconcilerFunc, Request, Result, as_reconciler
 from reconcile.sharding.metrics import SharderMetrics, register_shard_objects
-from reconcile.sharding.ring import Ring, ShardedKind
+from reconcile.sharding.ring import Ring, ShardedKind, relabel
 from reconcile.store import Obj
 
 __all__ = ["NOT_CACHED_RETRY", "Route", "Shard", "check_shard_name"]
@@ -330,17 +330,9 @@ class _Drainer:
 
     async def _let_go(self, ring: Ring, kind: ShardedKind, obj: Obj) -> bool:
         metadata = obj["metadata"]
-        patch = {
-            "metadata": {
-                "resourceVersion": metadata["resourceVersion"],
-                "labels": {ring.shard_label: None, ring.drain_label: None},
-            }
-        }
-        client = self._shard.manager.api_reader
+        released = {ring.shard_label: None, ring.drain_label: None}
         try:
-            await client.patch(
-                kind.gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None
-            )
+            await relabel(self._shard.manager.api_reader, kind.gvk, obj, released)
         except (Conflict, NotFound):
             return False  # changed or gone since: the event of that change says what it is now
         except Exception as error:  # the next event (or the sharder's next look) tries again

@@ -22,6 +22,7 @@ object is assigned on first sight (its ADDED event).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from reconcile.manager import Manager
 from reconcile.reconciler import Request, Result
 from reconcile.sharding.membership import Membership
 from reconcile.sharding.metrics import SharderMetrics
-from reconcile.sharding.ring import Ring, ShardedKind, owner
+from reconcile.sharding.ring import Ring, ShardedKind, owner, relabel
 from reconcile.source import Kind
 from reconcile.store import IndexFunc, Obj
 
@@ -288,14 +289,8 @@ class Sharder:
         Raises:
             Conflict: it changed since.
         """
-        metadata = obj["metadata"]
-        patch = {"metadata": {"resourceVersion": metadata["resourceVersion"], "labels": labels}}
-        try:
-            await self._client.patch(
-                kind.gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None
-            )
-        except NotFound:
-            return
+        with contextlib.suppress(NotFound):  # gone: nothing left to assign
+            await relabel(self._client, kind.gvk, obj, labels)
 
 
 def _watch(cache: Cache, keys: Controller, kind: ShardedKind, ring: Ring) -> None:

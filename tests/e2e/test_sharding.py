@@ -272,6 +272,12 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     await _scale_and_converge(clusters, set(names[:60]), names)
     assert overlaps(fleet.spans()) == [], "a key was reconciled by two replicas at once"
 
+    # Stopped first, as purge requires: running controllers re-create what it deletes.
+    for one in fleet.alive().values():
+        one.process.send_signal(signal.SIGTERM)
+    for one in fleet.replicas.values():
+        if one.killed_at is None:
+            assert await one.exit_status(60) == 0, one.tail()
     await clusters.purge(POLICY, CONVERGE_TIMEOUT)
 
 

@@ -59,6 +59,13 @@ def configure(*, json: bool = False, level: int | str = logging.INFO) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+
+
+def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
+    # sys.stderr as it is when a line is written, not as it was at configure(): a stream
+    # swapped out since (pytest's capture ended, a daemon redirected it) may be closed, and a
+    # closed stream makes every log call raise where it is made.
+    return structlog.PrintLogger(file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 
@@ -29,3 +30,21 @@ def test_configure_masks_credentials(capsys: pytest.CaptureFixture[str]) -> None
     assert "s3cr3t" not in line
     assert '"token": "***"' in line
     assert '"cluster": "member1"' in line
+
+
+def test_logs_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stream replaced after configure() (pytest's capture ends, a daemon redirects it) must
+    # not keep receiving lines: written to once closed, every log call would raise, and a
+    # controller's "started" line raised before its workers were reported started.
+    from reconcile import configure_logging
+
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    configure_logging(json=True)
+    try:
+        monkeypatch.setattr(sys, "stderr", second)
+        first.close()
+        structlog.get_logger("t").info("after the swap")
+    finally:
+        structlog.reset_defaults()
+    assert "after the swap" in second.getvalue()

@@ -624,6 +624,7 @@ class Client:
         field_manager: str | None = ...,
         force: bool = ...,
         dry_run: bool = ...,
+        metadata_only: bool = ...,
     ) -> dict[str, Any]: ...
 
     @overload
@@ -639,6 +640,7 @@ class Client:
         field_manager: str | None = ...,
         force: bool = ...,
         dry_run: bool = ...,
+        metadata_only: bool = ...,
     ) -> dict[str, Any]: ...
 
     async def patch(
@@ -651,8 +653,11 @@ class Client:
         field_manager: str | None = None,
         force: bool = False,
         dry_run: bool = False,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
-        """Patch an object (default: JSON merge patch); returns the patched object.
+        """Patch an object (default: JSON merge patch); returns the patched object, or with
+        ``metadata_only`` its PartialObjectMetadata (the apiserver sends only the metadata: a
+        label patch of a large object need not carry it back).
 
         ``patch`` is a dict (merge, strategic, apply) or a list of operations (JSON patch).
         ``force`` is only meaningful for ``PatchType.APPLY``.
@@ -665,7 +670,19 @@ class Client:
             ApiError: any other refusal.
         """
         gvk, name, ns, body = split_target(target, args, namespace)
-        return await self._patch(gvk, name, ns, "", body, patch_type, field_manager, force, dry_run)
+        patched = await self._patch(
+            gvk,
+            name,
+            ns,
+            "",
+            body,
+            patch_type,
+            field_manager,
+            force,
+            dry_run,
+            accept=METADATA_ACCEPT if metadata_only else JSON,
+        )
+        return as_partial_object_metadata(patched) if metadata_only else patched
 
     async def _patch(
         self,
@@ -678,13 +695,15 @@ class Client:
         field_manager: str | None,
         force: bool,
         dry_run: bool,
+        *,
+        accept: str = JSON,
     ) -> dict[str, Any]:
         if force and patch_type is not PatchType.APPLY:
             raise ValueError("force is only valid for server-side apply (PatchType.APPLY)")
         query = self._write_query(field_manager, dry_run) + query_params(force=force)
         path = await self._path(gvk, namespace, name, subresource)
         patched: dict[str, Any] = await self._call(
-            "PATCH", path, query=query, body=body, content_type=patch_type.value
+            "PATCH", path, query=query, body=body, content_type=patch_type.value, accept=accept
         )
         return patched
 

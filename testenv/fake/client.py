@@ -351,6 +351,7 @@ class FakeClient(Client):
         field_manager: str | None = ...,
         force: bool = ...,
         dry_run: bool = ...,
+        metadata_only: bool = ...,
     ) -> dict[str, Any]: ...
 
     @overload
@@ -366,6 +367,7 @@ class FakeClient(Client):
         field_manager: str | None = ...,
         force: bool = ...,
         dry_run: bool = ...,
+        metadata_only: bool = ...,
     ) -> dict[str, Any]: ...
 
     async def patch(
@@ -378,8 +380,10 @@ class FakeClient(Client):
         field_manager: str | None = None,
         force: bool = False,
         dry_run: bool = False,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
-        """Patch an object (default: JSON merge patch); returns the patched object.
+        """Patch an object (default: JSON merge patch); returns the patched object (with
+        ``metadata_only``, its PartialObjectMetadata, as the apiserver answers).
 
         A resourceVersion the patch sets is a precondition (Conflict when stale). APPLY creates
         a missing object.
@@ -392,7 +396,8 @@ class FakeClient(Client):
             ValueError: ``force`` with a patch type other than APPLY.
         """
         gvk, name, ns, body = split_target(target, args, namespace)
-        return await self._patch_stored(gvk, name, ns, "", body, patch_type, force, dry_run)
+        patched = await self._patch_stored(gvk, name, ns, "", body, patch_type, force, dry_run)
+        return as_partial_object_metadata(patched) if metadata_only else patched
 
     async def _patch_stored(
         self,

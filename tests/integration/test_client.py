@@ -205,6 +205,24 @@ async def test_merge_patch_by_object_and_by_name(client: Client, namespace: str)
     assert again["data"] == {"keep": "9", "new": "3"}
 
 
+async def test_a_metadata_only_patch_is_answered_with_the_metadata(
+    client: Client, namespace: str, widgets: None
+) -> None:
+    created = await client.create(configmap("meta-patch", namespace, big="x" * 4096))
+    answer = await client.patch(created, {"metadata": {"labels": {"a": "b"}}}, metadata_only=True)
+    assert answer["kind"] == "PartialObjectMetadata"
+    assert answer["metadata"]["labels"] == {"a": "b"}
+    assert "data" not in answer, "the apiserver sent the metadata only"
+    stored = await client.get(CONFIGMAP, "meta-patch", namespace=namespace)
+    assert stored["data"]["big"] == "x" * 4096
+    assert stored["metadata"]["resourceVersion"] == answer["metadata"]["resourceVersion"]
+    # A custom resource too (the sharder labels Works so).
+    mine = await client.create(widget("meta", namespace, colour="red"))
+    patched = await client.patch(mine, {"metadata": {"labels": {"a": "b"}}}, metadata_only=True)
+    assert patched["kind"] == "PartialObjectMetadata"
+    assert "spec" not in patched
+
+
 async def test_json_patch_with_a_failing_test_operation(client: Client, namespace: str) -> None:
     await client.create(configmap("jsonpatch", namespace, a="1"))
     operations = [

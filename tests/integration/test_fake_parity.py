@@ -100,6 +100,16 @@ async def test_a_no_op_write_keeps_the_resource_version(api: Api) -> None:
     assert changed["metadata"]["resourceVersion"] != version
 
 
+async def test_a_metadata_only_patch_answers_with_the_metadata(api: Api) -> None:
+    created = await api.client.create(configmap("meta", api.namespace, k="v"))
+    patch = {"metadata": {"labels": {"a": "b"}}}
+    answer = await api.client.patch(created, patch, metadata_only=True)
+    assert answer["apiVersion"] == "meta.k8s.io/v1"
+    assert answer["kind"] == "PartialObjectMetadata"
+    assert answer["metadata"]["labels"] == {"a": "b"}
+    assert "data" not in answer
+
+
 async def test_an_expired_continue_token_is_410(api: Api, restartable: ControlPlane) -> None:
     client: Client = api.client
     namespace, restart = api.namespace, None

@@ -54,6 +54,12 @@ __all__ = [
 ]
 
 RING: Final = "karmada"
+BINDING_DEPTH: Final = 1
+WORK_DEPTH: Final = 2
+"""Templates and Namespaces (depth 0) own bindings, bindings own Works: a moving key's Works are
+labelled first, then its binding, then its template, so the replica taking it over never
+reconciles a binding without its Works (its aggregated status would drop a member until they
+arrived) or a template without its binding (the detector would try to create it again)."""
 NAMESPACE: Final = GVK("", "v1", "Namespace")
 
 PERMISSIONS: Final = Permissions(
@@ -149,9 +155,9 @@ class Sharding:
         self.ring = Ring(
             RING,
             kinds=(
-                ShardedKind(RESOURCE_BINDING_GVK, binding_key),
-                ShardedKind(CLUSTER_RESOURCE_BINDING_GVK, binding_key),
-                ShardedKind(WORK_GVK, work_key),
+                ShardedKind(RESOURCE_BINDING_GVK, binding_key, depth=BINDING_DEPTH),
+                ShardedKind(CLUSTER_RESOURCE_BINDING_GVK, binding_key, depth=BINDING_DEPTH),
+                ShardedKind(WORK_GVK, work_key, depth=WORK_DEPTH),
                 ShardedKind(NAMESPACE, template_key(NAMESPACE.kind)),
             ),
         )

@@ -54,10 +54,19 @@ def object_key(obj: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class ShardedKind:
-    """A kind of the ring, and how its objects' keys are computed."""
+    """A kind of the ring, how its objects' keys are computed, and how deep in a key's chain of
+    owners its objects are.
+
+    ``depth`` orders an assignment: a key's objects are labelled deepest first (a child kind
+    has a greater depth than its parent's), each depth once the deeper ones are labelled, so
+    the shard taking a key over has its children when the parents that read them arrive — a
+    parent reconciled before its children were in that shard's cache would see them missing
+    (and, say, write a status that lost them until they arrive).
+    """
 
     gvk: GVK
     key: KeyFunc = object_key
+    depth: int = 0
 
 
 KindListener = Callable[[ShardedKind], None]
@@ -173,7 +182,14 @@ class LabelPatcher(Protocol):
     """The one verb ``relabel`` needs; ``reconcile.client.Client`` satisfies it."""
 
     async def patch(
-        self, gvk: GVK, name: str, patch: Any, /, *, namespace: str | None = None
+        self,
+        gvk: GVK,
+        name: str,
+        patch: Any,
+        /,
+        *,
+        namespace: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         """Merge-patch the object."""
         ...
@@ -191,7 +207,10 @@ async def relabel(
     """
     metadata = obj["metadata"]
     patch = {"metadata": {"resourceVersion": metadata["resourceVersion"], "labels": labels}}
-    await client.patch(gvk, metadata["name"], patch, namespace=metadata.get("namespace") or None)
+    # Answered with the metadata only: whole objects (a Work's manifests) need not come back,
+    # to be decoded and dropped, for each of thousands of label patches.
+    namespace = metadata.get("namespace") or None
+    await client.patch(gvk, metadata["name"], patch, namespace=namespace, metadata_only=True)
 
 
 def owner(shards: Iterable[str], key: str) -> str | None:

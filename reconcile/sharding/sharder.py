@@ -12,7 +12,8 @@ whatever shard they are on, indexed by their key. Its work queue holds keys: eve
   reconciled by two shards at once;
 - otherwise (the rest unassigned, on the owner, or on shards whose Leases expired — a dead shard
   cannot release, and stopped working before its Lease could expire): label every object with the
-  owner, and remove stale drain labels.
+  owner, and remove stale drain labels, deepest kinds first (``ShardedKind.depth``: the owner
+  sees a key's children before their parents).
 
 Every label patch carries the resourceVersion it was decided on (a Conflict retries the key on the
 newer objects). A membership controller follows the Leases: when the set of live shards changes it
@@ -249,8 +250,9 @@ class Sharder:
             if _labels(obj).get(ring.shard_label) != desired or ring.drain_label in _labels(obj)
         ]
         assigned = {ring.shard_label: desired, ring.drain_label: None}
-        if not await self._label_all(stale, assigned):
-            return False
+        for depth in sorted({kind.depth for kind, _ in stale}, reverse=True):
+            if not await self._label_all([(k, o) for k, o in stale if k.depth == depth], assigned):
+                return False
         for _, obj in stale:
             if _labels(obj).get(ring.shard_label) != desired:
                 self._metrics.assignments.labels(ring.name, desired).inc()

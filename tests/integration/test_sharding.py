@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,15 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from reconcile import GVK, Client, ControllerOptions, Manager, Request, controller_managed_by
+from reconcile import (
+    GVK,
+    Client,
+    ControllerOptions,
+    Manager,
+    NotFound,
+    Request,
+    controller_managed_by,
+)
 from reconcile.leaderelection import LEASE, micro_time
 from reconcile.sharding import SHARD_OBJECTS, Ring, Shard, ShardedKind, Sharder, object_key, owner
 from testenv import ControlPlane, eventually
@@ -73,19 +81,23 @@ class Replica:
     stopped: anyio.Event = field(default_factory=anyio.Event)
 
 
-def _kind(gvk: GVK, namespace: str) -> ShardedKind:
+def _kind(gvk: GVK, namespace: str, depth: int = 0) -> ShardedKind:
     def key(obj: Mapping[str, Any]) -> str | None:
         # Only this test's objects: the sharder sees every ConfigMap and Secret of the cluster.
         metadata = obj["metadata"]
         mine = metadata.get("namespace") == namespace and metadata["name"].startswith("cm-")
         return object_key(obj) if mine else None
 
-    return ShardedKind(gvk, key=key)
+    return ShardedKind(gvk, key=key, depth=depth)
 
 
 def _ring(namespace: str) -> Ring:
     kinds = (_kind(CONFIGMAP, namespace), _kind(SECRET, namespace))
     return Ring(f"t{secrets.token_hex(3)}", kinds=kinds)
+
+
+def _nothing(replica: Replica) -> None:
+    pass
 
 
 @dataclass
@@ -98,7 +110,7 @@ class Fleet:
     record: Record = field(default_factory=Record)
     replicas: dict[str, Replica] = field(default_factory=dict)
 
-    async def add(self, name: str) -> Replica:
+    async def add(self, name: str, before_start: Callable[[Replica], None] = _nothing) -> Replica:
         manager = await manager_of(
             self.host,
             leader_election=True,
@@ -125,6 +137,7 @@ class Fleet:
         for kind in self.ring.kinds:
             self.watch(replica, kind.gvk)
         self.replicas[name] = replica
+        before_start(replica)
         await self.group.start(self._run, replica)
         return replica
 
@@ -331,3 +344,45 @@ async def test_a_kind_added_to_a_running_ring_is_assigned_and_reconciled(
 
         await eventually(reconciled, timeout=SETTLE)
         assert _cached(replica, ring.namespace) == set(await ring.assignments())
+
+
+async def test_a_keys_children_are_assigned_before_their_parent(
+    host: ControlPlane, client: Client
+) -> None:
+    # The Secrets are the ConfigMaps' children (depth 1), as Works are a binding's: the shard
+    # must have a key's Secret in its cache whenever it reconciles the ConfigMap.
+    namespace_of_ring: list[str] = []
+    missing: list[str] = []
+    parents: set[str] = set()
+
+    def check_children(replica: Replica) -> None:
+        async def parent(request: Request) -> None:
+            if request.namespace not in namespace_of_ring:
+                return
+            try:
+                await replica.manager.client.get(SECRET, request.name, namespace=request.namespace)
+            except NotFound:
+                missing.append(request.name)
+            parents.add(request.name)
+
+        options = ControllerOptions(need_leader_election=False)
+        (
+            controller_managed_by(replica.manager)
+            .named("parents")
+            .for_(CONFIGMAP)
+            .with_options(options)
+            .complete(replica.shard.guard(CONFIGMAP, parent))
+        )
+
+    async with fleet(host, client, Ring(f"t{secrets.token_hex(3)}")) as ring:
+        namespace_of_ring.append(ring.namespace)
+        ring.ring.add(_kind(CONFIGMAP, ring.namespace))
+        ring.ring.add(_kind(SECRET, ring.namespace, depth=1))
+        await ring.add("r0", check_children)
+        await ring.settled_on(["r0"])
+
+        async def every_parent_reconciled() -> bool:
+            return len(parents) == OBJECTS
+
+        await eventually(every_parent_reconciled, timeout=SETTLE)
+        assert missing == [], "ConfigMaps reconciled before their Secret was in the shard's cache"

@@ -204,9 +204,15 @@ def _dispatchable(binding: Mapping[str, Any]) -> bool:
 
 def merged_work(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
     """``existing`` with ``desired``'s labels, annotations, finalizers and spec; annotations of
-    overrides no longer applied are dropped, everything else others set is kept."""
-    merged = copy.deepcopy(dict(existing))
-    metadata, wanted = merged.setdefault("metadata", {}), desired["metadata"]
+    overrides no longer applied are dropped, everything else others set is kept.
+
+    Neither argument is changed; the result shares their unchanged parts (status, the manifests
+    of ``desired``'s spec) instead of deep-copying a whole Work on every reconcile of its
+    binding, most of which find it up to date (py-spy: 7 % of a replica's CPU taking keys over).
+    """
+    merged = dict(existing)
+    metadata = dict(existing.get("metadata") or {})
+    wanted = desired["metadata"]
     # The sharder owns the Work's shard labels once it exists (moves relabel it).
     own = without_sharding_labels(wanted.get("labels", {}))
     metadata["labels"] = {**(metadata.get("labels") or {}), **own}
@@ -215,9 +221,12 @@ def merged_work(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict
         if key not in wanted.get("annotations", {}):
             annotations.pop(key, None)
     metadata["annotations"] = annotations
+    if "finalizers" in metadata:
+        metadata["finalizers"] = list(metadata["finalizers"])
+    merged["metadata"] = metadata
     for finalizer in wanted.get("finalizers", []):
         add_finalizer(merged, finalizer)
-    merged["spec"] = copy.deepcopy(desired["spec"])
+    merged["spec"] = desired["spec"]
     return merged
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from controllers.binding.controller import binding_changed, merged_work, work_changed
@@ -48,6 +49,19 @@ def test_a_merged_work_keeps_what_others_set_and_drops_overrides_no_longer_appli
     assert merged["spec"] == desired["spec"]
     assert merged["status"] == existing["status"]
     assert merged_work(merged, desired) == merged, "merging again changes nothing"
+
+
+def test_a_merge_changes_neither_the_existing_work_nor_the_desired_one() -> None:
+    existing = work({"policy.karmada.io/applied-overrides": "[...]"}, {"team": "a"}, {"a": 1})
+    existing["metadata"]["finalizers"] = ["someone/else"]
+    desired = work({"resourcebinding.karmada.io/name": "n"}, {"team": "b"}, {"a": 2})
+    desired["metadata"]["finalizers"] = ["karmada.io/execution-controller"]
+    before, wanted = copy.deepcopy(existing), copy.deepcopy(desired)
+    merged = merged_work(existing, desired)
+    assert existing == before, "the cache's object is not written to"
+    assert desired == wanted
+    assert merged["metadata"]["finalizers"] == ["someone/else", "karmada.io/execution-controller"]
+    assert merged["metadata"]["labels"] == {"team": "b"}
 
 
 def test_status_writes_do_not_wake_the_binding_controller() -> None:

@@ -557,6 +557,19 @@ async def _prepare(host: Client, members: Mapping[str, Client], env: Environment
     await host.create(policy(list(members)))
 
 
+async def watch_clusters(
+    group: anyio.abc.TaskGroup, host_client: Client, member_clients: Mapping[str, Client]
+) -> tuple[Host, list[Member]]:
+    """The host's and every member's watches (and the members' status writers), started in
+    ``group`` and synced."""
+    members = [Member(name, client) for name, client in member_clients.items()]
+    host = Host(host_client)
+    for member in members:
+        await member.run(group)
+    await host.run(group)
+    return host, members
+
+
 async def _phases(
     args: argparse.Namespace,
     figures: Figures,
@@ -566,11 +579,7 @@ async def _phases(
     started: float,
 ) -> None:
     async with anyio.create_task_group() as group:
-        members = [Member(name, client) for name, client in member_clients.items()]
-        host = Host(host_client)
-        for member in members:
-            await member.run(group)
-        await host.run(group)
+        host, members = await watch_clusters(group, host_client, member_clients)
         await host.ready.wait(set(member_clients), WARM_TIMEOUT)
         figures.cold = await single(host_client, members, "warmup", WARM_TIMEOUT)
         figures.setup = time.monotonic() - started

@@ -53,13 +53,13 @@ from bench.propagation import (
     NAMESPACE,
     WARM_TIMEOUT,
     Host,
-    Member,
     _client,
     _prepare,
     bulk_name,
     deployment,
     member_names,
     single,
+    watch_clusters,
 )
 from bench.sharding import Span, overlaps
 from controllers.api import crd_paths
@@ -150,18 +150,11 @@ class _Fleet:
         }
 
     def spans(self) -> list[Span]:
-        found: list[Span] = []
-        for name, one in self.replicas.items():
-            begun: dict[int, tuple[str, float]] = {}
-            for record in one.records():
-                if record["event"] == "reconcile":
-                    begun[record["span"]] = (record["key"], float(record["wall"]))
-                elif record["event"] == "reconciled" and record["span"] in begun:
-                    key, start = begun.pop(record["span"])
-                    found.append(Span(start, float(record["wall"]), name, key))
-            cut = one.killed_at if one.killed_at is not None else float("inf")
-            found += [Span(start, cut, name, key) for key, start in begun.values()]
-        return found
+        return [
+            Span(begin, end, name, key)
+            for name, one in self.replicas.items()
+            for key, begin, end in one.reconcile_spans()
+        ]
 
 
 def _free_port() -> int:
@@ -278,11 +271,7 @@ async def _run(args: argparse.Namespace, count: int, *, kill: bool = False) -> R
         say(f"{count} replica(s): logs and records in {directory}")
         fleet = _Fleet(env, directory, timings, stack, SharedInformer(lister, name="labels"))
         async with anyio.create_task_group() as group:
-            members = [Member(name, client) for name, client in member_clients.items()]
-            host = Host(host_client)
-            for member in members:
-                await member.run(group)
-            await host.run(group)
+            host, members = await watch_clusters(group, host_client, member_clients)
             group.start_soon(fleet.labels.run)
             for index in range(count):
                 await fleet.add(f"r{index}")

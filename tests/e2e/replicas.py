@@ -80,6 +80,20 @@ class Replica:
         found = [orjson.loads(line) for line in lines if line.strip()]
         return [r for r in found if event is None or r["event"] == event]
 
+    def reconcile_spans(self) -> list[tuple[str, float, float]]:
+        """(ring key, begin, end) of every reconcile its shard guard let through, wall times; one
+        begun but never ended lasts until this test's SIGKILL, or for ever without one."""
+        spans: list[tuple[str, float, float]] = []
+        begun: dict[int, tuple[str, float]] = {}
+        for record in self.records():
+            if record["event"] == "reconcile":
+                begun[record["span"]] = (record["key"], float(record["wall"]))
+            elif record["event"] == "reconciled" and record["span"] in begun:
+                key, begin = begun.pop(record["span"])
+                spans.append((key, begin, float(record["wall"])))
+        cut = self.killed_at if self.killed_at is not None else float("inf")
+        return spans + [(key, begin, cut) for key, begin in begun.values()]
+
     def identity(self) -> str | None:
         """The Lease identity of this replica (known once it has led, or lost, once)."""
         return next((r["identity"] for r in self.records("leader") if r["identity"]), None)

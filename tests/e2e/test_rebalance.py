@@ -8,7 +8,7 @@ import pytest
 
 from controllers.api import RESOURCE_BINDING_GVK, WORKLOAD_REBALANCER_GVK
 from controllers.workloadrebalancer import parse_time
-from reconcile import NotFound
+from reconcile import Conflict, NotFound
 from testenv import Environment, eventually
 from tests.e2e.stack import Stack, after_last_schedule, new_deployment, new_policy, running
 
@@ -27,12 +27,20 @@ def _ref(name: str, namespace: str) -> dict[str, str]:
 async def _skew(stack: Stack, binding_name: str) -> None:
     """Patch the binding's clusters to 1:2 by hand: the scheduler's steady path keeps that."""
     ns = stack.namespace
-    binding = await stack.host.get(RESOURCE_BINDING_GVK, binding_name, namespace=ns)
-    binding["spec"]["clusters"] = [
-        {"name": "member1", "replicas": 1},
-        {"name": "member2", "replicas": 2},
-    ]
-    await stack.host.update(binding)
+    skewed = [{"name": "member1", "replicas": 1}, {"name": "member2", "replicas": 2}]
+
+    async def update() -> bool:
+        # Read-modify-write, again on a Conflict (client-go's RetryOnConflict): the scheduler and
+        # the status controllers write this binding too.
+        binding = await stack.host.get(RESOURCE_BINDING_GVK, binding_name, namespace=ns)
+        binding["spec"]["clusters"] = skewed
+        try:
+            await stack.host.update(binding)
+        except Conflict:
+            return False
+        return True
+
+    await eventually(update, timeout=30)
     await stack.wait_replicas("nginx", {"member1": 1, "member2": 2})
 
 

@@ -130,18 +130,11 @@ class Fleet:
         return None
 
     def spans(self) -> list[Span]:
-        found = []
-        for name, one in self.replicas.items():
-            begun: dict[int, tuple[str, float]] = {}
-            for record in one.records():
-                if record["event"] == "reconcile":
-                    begun[record["span"]] = (record["key"], float(record["wall"]))
-                elif record["event"] == "reconciled" and record["span"] in begun:
-                    key, begin = begun.pop(record["span"])
-                    found.append(Span(name, key, begin, float(record["wall"])))
-            cut = one.killed_at if one.killed_at is not None else float("inf")
-            found += [Span(name, key, begin, cut) for key, begin in begun.values()]
-        return found
+        return [
+            Span(name, key, begin, end)
+            for name, one in self.replicas.items()
+            for key, begin, end in one.reconcile_spans()
+        ]
 
     def print_logs(self) -> None:
         for one in self.replicas.values():

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -57,6 +56,7 @@ from bench.propagation import (
     _prepare,
     bulk_name,
     deployment,
+    free_port,
     member_names,
     single,
     watch_clusters,
@@ -67,7 +67,14 @@ from controllers.sharding import RING, template_key
 from reconcile import Client, SharedInformer, configure_logging
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import Environment
-from tests.e2e.replicas import Replica, Timings, leader_of, lease_holder, replica
+from tests.e2e.replicas import (
+    Replica,
+    Timings,
+    leader_of,
+    lease_holder,
+    replica,
+    sharded_flags,
+)
 
 __all__ = ["main"]
 
@@ -124,13 +131,8 @@ class _Fleet:
     warm: dict[str, float] = field(default_factory=dict)
 
     async def add(self, name: str) -> None:
-        port = _free_port()
-        flags = [
-            "--shards=auto",
-            f"--shard-name={name}",
-            f"--metrics-bind-address=127.0.0.1:{port}",
-            "--log-level=WARNING",
-        ]
+        port = free_port()
+        flags = [*sharded_flags(name, port), "--log-level=WARNING"]
         started = replica(
             self.env,
             name,
@@ -155,12 +157,6 @@ class _Fleet:
             for name, one in self.replicas.items()
             for key, begin, end in one.reconcile_spans()
         ]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _key(name: str) -> str:

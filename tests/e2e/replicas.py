@@ -150,6 +150,16 @@ def _command(
     ]
 
 
+def sharded_flags(name: str, metrics_port: int) -> list[str]:
+    """The flags of a replica of the sharded controller-manager: shard ``name``, its /metrics
+    (where its shard's objects are counted) on ``127.0.0.1:metrics_port``."""
+    return [
+        "--shards=auto",
+        f"--shard-name={name}",
+        f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+    ]
+
+
 @asynccontextmanager
 async def replica(
     env: Environment,

@@ -49,7 +49,14 @@ from tests.e2e.convergence import (
     labelled_template,
     scaled,
 )
-from tests.e2e.replicas import Replica, Timings, leader_of, lease_holder, replica
+from tests.e2e.replicas import (
+    Replica,
+    Timings,
+    leader_of,
+    lease_holder,
+    replica,
+    sharded_flags,
+)
 from tests.e2e.stack import DEPLOYMENT, MEMBERS
 
 pytestmark = [
@@ -95,11 +102,7 @@ class Fleet:
 
     async def add(self, name: str) -> Replica:
         port = _free_port()
-        flags = [
-            "--shards=auto",
-            f"--shard-name={name}",
-            f"--metrics-bind-address=127.0.0.1:{port}",
-        ]
+        flags = sharded_flags(name, port)
         started = replica(
             self.env,
             name,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final
 
 import orjson
@@ -116,6 +116,42 @@ def deep_copy(value: Any) -> Any:
     return value
 
 
+_Filed = str | set[str]
+"""The keys filed under one index value: the key itself while it is the only one. Most values of
+most indexes (an owner, a sharding key) file one object, and a set of one costs 216 bytes."""
+
+
+def _file(index: dict[str, _Filed], value: str, key: str) -> None:
+    filed = index.get(value)
+    if filed is None or filed == key:
+        index[value] = key
+    elif isinstance(filed, str):
+        index[value] = {filed, key}
+    else:
+        filed.add(key)
+
+
+def _unfile(index: dict[str, _Filed], value: str, key: str) -> None:
+    filed = index.get(value)
+    if filed is None:
+        return
+    if isinstance(filed, str):
+        if filed == key:
+            del index[value]
+        return
+    filed.discard(key)
+    if len(filed) == 1:
+        index[value] = next(iter(filed))
+    elif not filed:
+        del index[value]
+
+
+def _filed_keys(filed: _Filed | None) -> Collection[str]:
+    if filed is None:
+        return ()
+    return (filed,) if isinstance(filed, str) else filed
+
+
 class Indexer:
     """Objects by key plus secondary indexes; all operations are synchronous and O(values).
 
@@ -125,7 +161,7 @@ class Indexer:
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._items: dict[str, bytes] = {}
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: _namespace_index}
-        self._indices: dict[str, dict[str, set[str]]] = {NAMESPACE_INDEX: {}}
+        self._indices: dict[str, dict[str, _Filed]] = {NAMESPACE_INDEX: {}}
         self.add_indexers(indexers or {})
 
     def __len__(self) -> int:
@@ -157,11 +193,11 @@ class Indexer:
             if name in self._indexers:
                 raise ValueError(f"indexer {name!r} already exists")
             self._indexers[name] = func
-            index: dict[str, set[str]] = {}
+            index: dict[str, _Filed] = {}
             self._indices[name] = index
             for key, encoded in self._items.items():
                 for value in func(decode(encoded)):
-                    index.setdefault(value, set()).add(key)
+                    _file(index, value, key)
 
     def index_names(self) -> list[str]:
         """The names of all indexes."""
@@ -183,7 +219,7 @@ class Indexer:
         """
         if index_name not in self._indices:
             raise KeyError(f"no index named {index_name!r}")
-        return sorted(self._indices[index_name].get(value, ()))
+        return sorted(_filed_keys(self._indices[index_name].get(value)))
 
     def index_values(self, index_name: str) -> list[str]:
         """The values ``index_name`` files objects under, sorted (client-go's
@@ -204,7 +240,7 @@ class Indexer:
     def label_count(self, key: str, value: str) -> int:
         """How many objects have label ``key`` set to ``value``, in O(1); builds the index as
         ``label_keys`` does."""
-        return len(self._indices[self._label_index(key)].get(value, ()))
+        return len(_filed_keys(self._indices[self._label_index(key)].get(value)))
 
     def _label_index(self, key: str) -> str:
         name = LABEL_INDEX_PREFIX + key
@@ -261,13 +297,9 @@ class Indexer:
                     obj = decode(obj)  # once, for every index that needs it
                 values = self._indexers[name](obj)
             for value in values:
-                index.setdefault(value, set()).add(key)
+                _file(index, value, key)
 
     def _unindex(self, key: str, obj: Obj) -> None:
         for name, index in self._indices.items():
             for value in self._values_of(name, key, obj):
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+                _unfile(index, value, key)

@@ -81,6 +81,12 @@ from controllers.api.crds import (
     KARMADA_RESOURCES,
     crd_paths,
 )
+from controllers.api.fingerprint import (
+    TEMPLATE_FINGERPRINT_ANNOTATION,
+    built_from,
+    recorded_fingerprint,
+    template_fingerprint,
+)
 from controllers.api.names import (
     APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
     APPLIED_OVERRIDES_ANNOTATION,
@@ -387,6 +393,7 @@ __all__ = [
     "Suspension",
     "SyncMode",
     "TARGET_CLUSTER_INDEX",
+    "TEMPLATE_FINGERPRINT_ANNOTATION",
     "Taint",
     "TargetCluster",
     "Toleration",
@@ -410,6 +417,7 @@ __all__ = [
     "binding_resource_kind",
     "binding_spec",
     "binding_status",
+    "built_from",
     "cluster_of_execution_namespace",
     "cluster_spec",
     "cluster_status",
@@ -431,10 +439,12 @@ __all__ = [
     "propagation_spec",
     "rebalancer_spec",
     "rebalancer_status",
+    "recorded_fingerprint",
     "replica_scheduling_type_of",
     "shape_problems",
     "target_cluster_names",
     "target_clusters",
+    "template_fingerprint",
     "webhooks_of",
     "work_spec",
     "work_status",

@@ -55,6 +55,7 @@ from controllers.api import (
     TargetCluster,
     binding_resource_kind,
     binding_spec,
+    built_from,
     cluster_of_execution_namespace,
     override_spec,
     replica_scheduling_type_of,
@@ -98,7 +99,6 @@ from reconcile import (
     name_of,
     namespace_of,
     remove_finalizer,
-    resource_version_of,
     set_condition,
 )
 from reconcile.sharding import without_sharding_labels
@@ -357,9 +357,10 @@ class BindingController:
             if watched:
                 with contextlib.suppress(NotFound):  # not cached yet: read live below
                     template = await self.client.get(gvk, name, namespace=namespace)
-                    if resource_version_of(template) == resource.get("resourceVersion"):
+                    if built_from(binding, template):
                         return template
-            # Not cached, or the cache is behind the version the binding was built from.
+            # Not cached, or the cache is behind the version the binding was built from (its
+            # resourceVersion, or a later one differing only in sharding labels).
             return await self.client.live.get(gvk, name, namespace=namespace)
         except (NotFound, NoKindMatch):
             # Deleted: the binding goes with it (owner reference); nothing to send meanwhile.

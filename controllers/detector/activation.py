@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controllers.api import propagation_spec
+from controllers.api import built_from, propagation_spec
 from controllers.detector.matching import claim_of, claimed_by
-from reconcile import resource_version_of
 
 __all__ = ["LAZY", "is_lazy", "keeps_binding"]
 
@@ -31,11 +30,11 @@ def keeps_binding(
     policy: Mapping[str, Any], template: Mapping[str, Any], binding: Mapping[str, Any] | None
 ) -> bool:
     """Whether the detector must leave ``binding`` as it is: ``policy`` is Lazy, the binding is
-    already claimed by it and was built from the template's current version."""
+    already claimed by it and was built from the template's current version (``built_from``: a
+    template relabelled by the sharder only is not a change)."""
     if binding is None or not is_lazy(policy):
         return False
     claim = claim_of(binding)
     if claim is None or not claimed_by(claim, policy):
         return False
-    built_from = ((binding.get("spec") or {}).get("resource") or {}).get("resourceVersion")
-    return bool(built_from) and built_from == resource_version_of(template)
+    return built_from(binding, template)

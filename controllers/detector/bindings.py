@@ -22,8 +22,12 @@ from controllers.api import (
     CLUSTER_RESOURCE_BINDING_CONTROLLER_FINALIZER,
     CLUSTER_RESOURCE_BINDING_GVK,
     RESOURCE_BINDING_GVK,
+    TEMPLATE_FINGERPRINT_ANNOTATION,
+    binding_spec,
     conflict_resolution_of,
     propagation_spec,
+    recorded_fingerprint,
+    template_fingerprint,
 )
 from controllers.binding import binding_id_label, binding_name, is_cluster_binding
 from controllers.detector.matching import apply_changes, claim_changes
@@ -63,6 +67,22 @@ def resource_reference(template: Mapping[str, Any]) -> dict[str, str]:
         "resourceVersion": resource_version_of(template),
     }
     return {key: value for key, value in reference.items() if value}
+
+
+def _reference(
+    template: Mapping[str, Any], existing: Mapping[str, Any] | None, binding: dict[str, Any]
+) -> dict[str, str]:
+    """``resource_reference``, fingerprinted in ``binding``; a template that changed since
+    ``existing`` was built only in what never reaches a member (a shard label) keeps the
+    resourceVersion recorded (``fingerprint``): no new generation, no writes that follow one."""
+    reference = resource_reference(template)
+    fingerprint = template_fingerprint(template)
+    if existing is not None and recorded_fingerprint(existing) == fingerprint:
+        recorded = (binding_spec(existing).get("resource") or {}).get("resourceVersion")
+        if recorded:
+            reference["resourceVersion"] = recorded
+    binding["metadata"].setdefault("annotations", {})[TEMPLATE_FINGERPRINT_ANNOTATION] = fingerprint
+    return reference
 
 
 def _empty_binding(gvk: GVK, namespace: str, name: str) -> dict[str, Any]:
@@ -124,7 +144,7 @@ def desired_binding(
     binding["metadata"]["ownerReferences"] = [owner_reference(template, controller=True)]
     source = propagation_spec(policy)
     spec = binding.setdefault("spec", {})
-    spec["resource"] = resource_reference(template)
+    spec["resource"] = _reference(template, existing, binding)
     _put(spec, "replicas", replicas if replicas > 0 else None)
     _put(spec, "replicaRequirements", requirements or None)
     _put(spec, "placement", source.get("placement") or {})

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from controllers.api import TEMPLATE_FINGERPRINT_ANNOTATION, template_fingerprint
 from controllers.detector import (
     ObjectRef,
     apply_changes,
@@ -359,7 +360,10 @@ def test_the_binding_carries_the_template_the_policy_and_keeps_the_schedulers_re
         CPP_ID: "cpp-uuid",
         "resourcebinding.karmada.io/permanent-id": "rb-uuid",
     }
-    assert again["metadata"]["annotations"] == {"clusterpropagationpolicy.karmada.io/name": "cpp"}
+    assert again["metadata"]["annotations"] == {
+        "clusterpropagationpolicy.karmada.io/name": "cpp",
+        TEMPLATE_FINGERPRINT_ANNOTATION: template_fingerprint(template()),
+    }
 
 
 def test_a_cluster_scoped_template_gets_a_cluster_resource_binding() -> None:

@@ -4,8 +4,8 @@ On every replica, ``sharding_shard_objects{ring,kind}`` counts the objects of ea
 cache holds (read at every scrape from the informers' stores: what this replica owns). On the
 leader, the sharder counts ``sharding_assignments_total{ring,shard}``, ``sharding_moves_total{ring,
 reason}`` (``drained``: the old shard let go; ``dead``: its Lease had expired) and observes
-``sharding_drain_duration_seconds{ring}`` from the drain label to the old shard's release, and
-``sharding_live_shards{ring}``.
+``sharding_drain_duration_seconds{ring}`` from the drain label to the old shard's release,
+``sharding_live_shards{ring}`` and ``sharding_label_conflicts_total{ring}``.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class SharderMetrics:
     drain_seconds: Histogram
     live_shards: Gauge
     released: Counter
+    conflicts: Counter
 
     @classmethod
     def for_registry(cls, registry: CollectorRegistry) -> SharderMetrics:
@@ -103,6 +104,12 @@ class SharderMetrics:
             Counter(
                 "sharding_drains_released",
                 "Drained objects this replica let go.",
+                ["ring"],
+                registry=registry,
+            ),
+            Counter(
+                "sharding_label_conflicts",
+                "Label patches of the sharder that met a newer version of their object.",
                 ["ring"],
                 registry=registry,
             ),

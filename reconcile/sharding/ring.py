@@ -197,10 +197,11 @@ class LabelPatcher(Protocol):
 
 async def relabel(
     client: LabelPatcher, gvk: GVK, obj: Mapping[str, Any], labels: Mapping[str, str | None]
-) -> None:
+) -> str:
     """Merge ``labels`` (None removes one) into ``obj``'s, only if it is still at the
     resourceVersion it was read at: every assignment, drain and release is decided on one
-    version of the object, and must not land on a newer one.
+    version of the object, and must not land on a newer one. Returns the resourceVersion the
+    patch made.
 
     Raises:
         Conflict: it changed since. NotFound: it is gone.
@@ -210,7 +211,10 @@ async def relabel(
     # Answered with the metadata only: whole objects (a Work's manifests) need not come back,
     # to be decoded and dropped, for each of thousands of label patches.
     namespace = metadata.get("namespace") or None
-    await client.patch(gvk, metadata["name"], patch, namespace=namespace, metadata_only=True)
+    patched = await client.patch(
+        gvk, metadata["name"], patch, namespace=namespace, metadata_only=True
+    )
+    return str((patched.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def owner(shards: Iterable[str], key: str) -> str | None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -39,14 +38,17 @@ from reconcile.client import Client
 from reconcile.controller import Controller, ControllerOptions
 from reconcile.errors import Conflict, NotFound
 from reconcile.event import Event, EventType
+from reconcile.gvk import GVK
+from reconcile.informer import Transform
 from reconcile.leaderelection import LEASE
 from reconcile.manager import Manager
+from reconcile.objects import resource_version_of
 from reconcile.reconciler import Request, Result
 from reconcile.sharding.membership import Membership
 from reconcile.sharding.metrics import SharderMetrics
 from reconcile.sharding.ring import Ring, ShardedKind, owner, relabel
 from reconcile.source import Kind
-from reconcile.store import IndexFunc, Obj
+from reconcile.store import Obj, object_key
 
 __all__ = ["CONFLICT_RETRY", "EXPIRY_SLACK", "KEY_INDEX", "Sharder"]
 
@@ -55,9 +57,15 @@ log = structlog.get_logger("reconcile.sharding")
 CONFLICT_RETRY: Final = 0.1
 """Seconds before a key whose label patch met a newer object (or with a kind not synced yet)
 is settled again."""
+OWN_WRITE_WAIT: Final = 2.0
+"""Seconds a key waits at most for the sharder's cache to show the versions its own label
+patches made (a watch relisted meanwhile may never show one of them)."""
+_WRITTEN_SWEEP: Final = 10_000
 EXPIRY_SLACK: Final = 0.1
 """Seconds after a Lease's expiry at which membership is looked at again."""
 _MEMBERSHIP: Final = Request("membership")
+_KEY: Final = "shardingKey"
+"""Where the sharder's cache keeps an object's ring key (``_slim``)."""
 KEY_INDEX: Final = "sharding:key"
 """The index of the sharder's cache that groups objects by their ring key."""
 
@@ -69,14 +77,11 @@ class _Membership:
         return [_MEMBERSHIP]
 
 
-@dataclass(frozen=True)
 class _ByKey:
     """An object's event enqueues its key."""
 
-    kind: ShardedKind
-
     def requests(self, event: Event) -> list[Request]:
-        keys = {self.kind.key(obj) for obj in (event.obj, event.old) if obj}
+        keys = {_key_of(obj) for obj in (event.obj, event.old) if obj}
         return [Request(key) for key in keys if key is not None]
 
 
@@ -102,6 +107,9 @@ class Sharder:
         self._workers = workers
         self._metrics = SharderMetrics.for_registry(manager.registry)
         self._drains: dict[str, float] = {}
+        self._written: dict[tuple[GVK, str], tuple[str, float]] = {}
+        """(kind, object) -> the resourceVersion its last label patch made, and until when to
+        wait for the cache to show it (client-go's controller expectations, by version)."""
         self._cache: Cache | None = None
         self._client: Client = manager.api_reader
         self._keys: Controller | None = None
@@ -109,6 +117,12 @@ class Sharder:
 
     def __repr__(self) -> str:
         return f"Sharder(ring={self.ring.name!r})"
+
+    @property
+    def cache(self) -> Cache | None:
+        """Its own cache, once it has led: the ring's shard Leases, and of every object of the
+        ring only its name, resourceVersion, shard and drain labels and key."""
+        return self._cache
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Assign until cancelled (the manager runs it while this replica leads)."""
@@ -133,7 +147,7 @@ class Sharder:
             registry=registry,
         )
         for kind in self.ring.kinds:
-            _watch(cache, keys, kind, self.ring)
+            self._watch(cache, keys, kind)
         self._keys = keys
         membership = Controller(
             f"sharder-{self.ring.name}-leases", self._reconcile_membership, registry=registry
@@ -148,7 +162,27 @@ class Sharder:
     def _watch_new_kind(self, kind: ShardedKind) -> None:
         # While leading; else run() watches every kind the ring has by then.
         if self._cache is not None and self._keys is not None:
-            _watch(self._cache, self._keys, kind, self.ring)
+            self._watch(self._cache, self._keys, kind)
+
+    def _watch(self, cache: Cache, keys: Controller, kind: ShardedKind) -> None:
+        cache.configure(kind.gvk, ByObject(transform=_slim(self.ring, kind)))
+        cache.index_field(kind.gvk, KEY_INDEX, _key_index)
+        matters = functools.partial(_assignment_changed, self.ring)
+        own = functools.partial(self._not_own_write, kind.gvk)
+        keys.watch(Kind(cache, kind.gvk, _ByKey(), (own, matters), metadata_only=True))
+
+    def _not_own_write(self, gvk: GVK, event: Event) -> bool:
+        """False for the event of a label patch of the sharder's own: the key was settled with
+        it already, and looking again before the cache shows the key's other patches would
+        patch them again on the versions they replaced (each a Conflict, and a retry)."""
+        if event.type is not EventType.UPDATE:
+            return True
+        key = (gvk, object_key(event.obj))
+        written = self._written.get(key)
+        if written is None or written[0] != resource_version_of(event.obj):
+            return True
+        del self._written[key]
+        return False
 
     def _cache_options(self) -> CacheOptions:
         leases = ByObject(namespaces=(self.namespace,), label_selector=self.ring.lease_label)
@@ -181,7 +215,7 @@ class Sharder:
         for kind in ring.kinds:
             for informer in self._cache.get_informers(kind.gvk, metadata_only=True):
                 for obj in informer.indexer.values():
-                    key = kind.key(obj)
+                    key = _key_of(obj)
                     labels = _labels(obj)
                     current = labels.get(ring.shard_label)
                     if key is not None and (
@@ -223,7 +257,20 @@ class Sharder:
                 if not informer.has_synced():
                     return None
                 group.extend((kind, obj) for obj in informer.indexer.by_index(KEY_INDEX, key))
-        return group
+        return None if any(self._behind(kind, obj) for kind, obj in group) else group
+
+    def _behind(self, kind: ShardedKind, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` is cached at a version older than the sharder's own last patch of
+        it made (so deciding on it would patch it again)."""
+        key = (kind.gvk, object_key(obj))
+        written = self._written.get(key)
+        if written is None:
+            return False
+        version, until = written
+        if version == resource_version_of(obj) or anyio.current_time() > until:
+            del self._written[key]
+            return False
+        return True
 
     async def _settle(
         self,
@@ -277,6 +324,7 @@ class Sharder:
                 await self._label(kind, obj, labels)
             except Conflict:
                 changed = True
+                self._metrics.conflicts.labels(self.ring.name).inc()
 
         async with anyio.create_task_group() as group:
             for kind, obj in objects:
@@ -292,34 +340,53 @@ class Sharder:
             Conflict: it changed since.
         """
         with contextlib.suppress(NotFound):  # gone: nothing left to assign
-            await relabel(self._client, kind.gvk, obj, labels)
+            version = await relabel(self._client, kind.gvk, obj, labels)
+            now = anyio.current_time()
+            if len(self._written) >= _WRITTEN_SWEEP:  # versions no event or look ever showed
+                self._written = {k: w for k, w in self._written.items() if w[1] >= now}
+            self._written[(kind.gvk, object_key(obj))] = (version, now + OWN_WRITE_WAIT)
 
 
-def _watch(cache: Cache, keys: Controller, kind: ShardedKind, ring: Ring) -> None:
-    cache.index_field(kind.gvk, KEY_INDEX, _key_index(kind))
-    matters = functools.partial(_assignment_changed, ring, kind)
-    keys.watch(Kind(cache, kind.gvk, _ByKey(kind), (matters,), metadata_only=True))
+def _slim(ring: Ring, kind: ShardedKind) -> Transform:
+    """What the sharder keeps of an object: its name, version, ring labels and key (computed
+    here, once). It holds every object of the ring, not a shard: the rest of the metadata
+    (annotations, owner references, managedFields...) would be most of its memory."""
+
+    def slim(obj: Obj) -> Obj:
+        metadata = obj.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        kept = {n: labels[n] for n in (ring.shard_label, ring.drain_label) if n in labels}
+        own = {k: metadata[k] for k in ("name", "namespace", "resourceVersion") if k in metadata}
+        if kept:
+            own["labels"] = kept
+        key = kind.key(obj)
+        return {"metadata": own, _KEY: key} if key is not None else {"metadata": own}
+
+    return slim
 
 
-def _assignment_changed(ring: Ring, kind: ShardedKind, event: Event) -> bool:
+def _key_of(obj: Mapping[str, Any]) -> str | None:
+    """The ring key ``_slim`` kept with the object."""
+    key = obj.get(_KEY)
+    return str(key) if key is not None else None
+
+
+def _assignment_changed(ring: Ring, event: Event) -> bool:
     """Objects come and go, shards release them, keys change; any other change (a status
     written, most often) leaves the key where it is, and would only fill the queue a move
     waits in."""
     if event.type is not EventType.UPDATE or event.old is None:
         return True
-    if kind.key(event.old) != kind.key(event.obj):
+    if _key_of(event.old) != _key_of(event.obj):
         return True
     labels = (ring.shard_label, ring.drain_label)
     before, after = _labels(event.old), _labels(event.obj)
     return any(before.get(label) != after.get(label) for label in labels)
 
 
-def _key_index(kind: ShardedKind) -> IndexFunc:
-    def index(obj: Obj) -> list[str]:
-        key = kind.key(obj)
-        return [key] if key is not None else []
-
-    return index
+def _key_index(obj: Obj) -> list[str]:
+    key = _key_of(obj)
+    return [key] if key is not None else []
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:

@@ -78,6 +78,7 @@ class Replica:
     manager: Manager
     shard: Shard
     scope: anyio.CancelScope
+    sharder: Sharder
     stopped: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -131,9 +132,10 @@ class Fleet:
             retry_period=RETRY_PERIOD,
         )
         manager.add(shard)
-        manager.add(Sharder(manager, self.ring, namespace=self.namespace))
+        sharder = Sharder(manager, self.ring, namespace=self.namespace)
+        manager.add(sharder)
 
-        replica = Replica(manager, shard, anyio.CancelScope())
+        replica = Replica(manager, shard, anyio.CancelScope(), sharder)
         for kind in self.ring.kinds:
             self.watch(replica, kind.gvk)
         self.replicas[name] = replica
@@ -386,3 +388,47 @@ async def test_a_keys_children_are_assigned_before_their_parent(
 
         await eventually(every_parent_reconciled, timeout=SETTLE)
         assert missing == [], "ConfigMaps reconciled before their Secret was in the shard's cache"
+
+
+async def test_the_sharder_keeps_only_what_it_decides_on(
+    host: ControlPlane, client: Client
+) -> None:
+    # It holds every object of the ring: annotations, owner references and the rest of the
+    # metadata would be most of the leader's memory (bench/sharding.py).
+    async with fleet(host, client) as ring:
+        replica = await ring.add("r0")
+        await ring.settled_on(["r0"])
+        cache = replica.sharder.cache
+        assert cache is not None
+        kept = [
+            obj
+            for gvk in (CONFIGMAP, SECRET)
+            for informer in cache.get_informers(gvk, metadata_only=True)
+            for obj in informer.indexer.values()
+            if obj["metadata"].get("namespace") == ring.namespace
+        ]
+        assert len(kept) == 2 * OBJECTS
+        for obj in kept:
+            assert set(obj) == {"metadata", "shardingKey"}, obj
+            assert set(obj["metadata"]) == {"name", "namespace", "resourceVersion", "labels"}, obj
+            assert obj["metadata"]["labels"] == {ring.ring.shard_label: "r0"}, obj
+            assert obj["shardingKey"] == f"{ring.namespace}/{obj['metadata']['name']}", obj
+
+
+async def test_the_sharder_does_not_patch_again_what_its_cache_has_not_shown_yet(
+    host: ControlPlane, client: Client
+) -> None:
+    # A key's Secret (depth 1) is labelled, then its ConfigMap; the Secret's event enqueues the
+    # key again, often before the ConfigMap's event is cached: deciding then on the ConfigMap
+    # the sharder replaced would patch it again, and meet a Conflict.
+    async with fleet(host, client, Ring(f"t{secrets.token_hex(3)}")) as ring:
+        ring.ring.add(_kind(CONFIGMAP, ring.namespace))
+        ring.ring.add(_kind(SECRET, ring.namespace, depth=1))
+        replica = await ring.add("r0")
+        await ring.settled_on(["r0"])
+        await ring.add("r1")
+        await ring.settled_on(["r0", "r1"])
+        conflicts = replica.manager.registry.get_sample_value(
+            "sharding_label_conflicts_total", {"ring": ring.ring.name}
+        )
+        assert (conflicts or 0) == 0, "label patches decided on versions the sharder replaced"

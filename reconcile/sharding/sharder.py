@@ -108,6 +108,8 @@ class Sharder:
         self._metrics = SharderMetrics.for_registry(manager.registry)
         self._drains: dict[str, float] = {}
         self._written: dict[tuple[GVK, str], tuple[str, float]] = {}
+        self._waiting: set[str] = set()
+        """Keys put off until the cache shows the sharder's own patches of them."""
         """(kind, object) -> the resourceVersion its last label patch made, and until when to
         wait for the cache to show it (client-go's controller expectations, by version)."""
         self._cache: Cache | None = None
@@ -172,9 +174,10 @@ class Sharder:
         keys.watch(Kind(cache, kind.gvk, _ByKey(), (own, matters), metadata_only=True))
 
     def _not_own_write(self, gvk: GVK, event: Event) -> bool:
-        """False for the event of a label patch of the sharder's own: the key was settled with
-        it already, and looking again before the cache shows the key's other patches would
-        patch them again on the versions they replaced (each a Conflict, and a retry)."""
+        """False for the event of a label patch of the sharder's own, unless its key was put off
+        until the cache showed it: the key was settled with it already, and looking again before
+        the cache shows the key's other patches would patch them again on the versions they
+        replaced (each a Conflict, and a retry)."""
         if event.type is not EventType.UPDATE:
             return True
         key = (gvk, object_key(event.obj))
@@ -182,7 +185,7 @@ class Sharder:
         if written is None or written[0] != resource_version_of(event.obj):
             return True
         del self._written[key]
-        return False
+        return _key_of(event.obj) in self._waiting
 
     def _cache_options(self) -> CacheOptions:
         leases = ByObject(namespaces=(self.namespace,), label_selector=self.ring.lease_label)
@@ -232,9 +235,15 @@ class Sharder:
         if not live:
             return None  # no shard yet: every key is enqueued when the first one appears
         key = request.name
+        self._waiting.discard(key)
         group = self._group(key)
         if group is None:
             return Result(requeue_after=CONFLICT_RETRY)
+        if any(self._behind(kind, obj) for kind, obj in group):
+            # Looked at again when the cache shows the patch (_not_own_write), or at the latest
+            # once the wait is over (a relist may never show that very version).
+            self._waiting.add(key)
+            return Result(requeue_after=OWN_WRITE_WAIT)
         if not group:
             self._drains.pop(key, None)
             return None
@@ -257,7 +266,7 @@ class Sharder:
                 if not informer.has_synced():
                     return None
                 group.extend((kind, obj) for obj in informer.indexer.by_index(KEY_INDEX, key))
-        return None if any(self._behind(kind, obj) for kind, obj in group) else group
+        return group
 
     def _behind(self, kind: ShardedKind, obj: Mapping[str, Any]) -> bool:
         """Whether ``obj`` is cached at a version older than the sharder's own last patch of

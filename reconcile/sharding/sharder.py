@@ -1,10 +1,11 @@
-"""Sharder assigns the objects of a ring to live shards, key by key, and moves keys when shards
-come and go.
+"""Sharder assigns the objects of a ring to live shards, key by key, and moves keys when shards come
+and go.
 
 It runs on the leader (a leader-only runnable) over a cache of its own, opened while it leads: the
-ring's shard Leases, and the metadata (PartialObjectMetadata) of every object of the ring's kinds,
-whatever shard they are on, indexed by their key. Its work queue holds keys: every object of a key
-(a template, its binding and their Works, say) moves together, as one group:
+ring's shard Leases, and of every object of the ring's kinds, whatever shard it is on, only what an
+assignment is decided on (name, resourceVersion, shard and drain labels, key), indexed by key. Its
+work queue holds keys: every object of a key (a template, its binding and their Works, say) moves
+together, as one group:
 
 - every object on the shard that owns the key (``ring.owner``) and none marked ``drain``: done;
 - some object on another live shard: label those ``drain`` and wait until that shard released them
@@ -16,9 +17,11 @@ whatever shard they are on, indexed by their key. Its work queue holds keys: eve
   sees a key's children before their parents).
 
 Every label patch carries the resourceVersion it was decided on (a Conflict retries the key on the
-newer objects). A membership controller follows the Leases: when the set of live shards changes it
-enqueues every key, and it looks again when the first live Lease would expire unless renewed. A new
-object is assigned on first sight (its ADDED event).
+newer objects), and a key is not decided on again until the cache shows the versions the sharder's
+own patches made (client-go's controller expectations, by version). A membership controller follows
+the Leases: when the set of live shards changes it enqueues every key, and it looks again when the
+first live Lease would expire unless renewed. A new object is assigned on first sight (its ADDED
+event).
 """
 
 from __future__ import annotations

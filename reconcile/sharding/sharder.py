@@ -64,6 +64,7 @@ OWN_WRITE_WAIT: Final = 2.0
 """Seconds a key waits at most for the sharder's cache to show the versions its own label
 patches made (a watch relisted meanwhile may never show one of them)."""
 _WRITTEN_SWEEP: Final = 10_000
+"""Versions remembered at which the expired ones are forgotten."""
 EXPIRY_SLACK: Final = 0.1
 """Seconds after a Lease's expiry at which membership is looked at again."""
 _MEMBERSHIP: Final = Request("membership")
@@ -111,10 +112,10 @@ class Sharder:
         self._metrics = SharderMetrics.for_registry(manager.registry)
         self._drains: dict[str, float] = {}
         self._written: dict[tuple[GVK, str], tuple[str, float]] = {}
-        self._waiting: set[str] = set()
-        """Keys put off until the cache shows the sharder's own patches of them."""
         """(kind, object) -> the resourceVersion its last label patch made, and until when to
         wait for the cache to show it (client-go's controller expectations, by version)."""
+        self._waiting: set[str] = set()
+        """Keys put off until the cache shows the sharder's own patches of them."""
         self._cache: Cache | None = None
         self._client: Client = manager.api_reader
         self._keys: Controller | None = None

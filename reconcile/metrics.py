@@ -137,6 +137,8 @@ class _QueueSeries:
     def get(self, item: Hashable) -> None:
         now = self._clock()
         added = self.added.pop(item, None)
+        if not self.added:
+            self.added = {}  # as the work queue's: not the table of a burst for good
         if added is not None:
             waited = now - added
             # bisect_left: the first bound >= the value, i.e. Prometheus' "le" bucket.

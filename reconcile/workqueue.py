@@ -402,6 +402,9 @@ class WorkQueue(Generic[T]):
     def _take(self) -> T:
         item = self._default.popleft() if self._simple else self._pop_by_priority()
         self._processing[item] = self._queued.pop(item)
+        if not self._queued:
+            # A dict keeps the table of its largest size: a burst's would stay for good.
+            self._queued = {}
         self._on_get(item)
         return item
 

@@ -234,3 +234,27 @@ def test_a_queue_without_metrics_uses_the_noop_recorder() -> None:
     plain = WorkQueue[str]()
     plain.add("a")
     assert plain.get_nowait() == "a"
+
+
+def test_a_drained_burst_gives_its_memory_back(registry: CollectorRegistry) -> None:
+    # A controller sees 10,000 keys once (a start, a move of shards) and a few after: the
+    # queue's and its metrics' dicts sized for the burst would be kept for good.
+    import gc
+    import tracemalloc
+
+    queue: WorkQueue[str] = WorkQueue(
+        metrics=WorkQueueMetrics(registry).for_queue("burst", "burst")
+    )
+    keys = [f"namespace/object-{i:05d}" for i in range(10_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for key in keys:
+            queue.add(key)
+        for _ in keys:
+            queue.done(queue.get_nowait())
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 64 * 1024, kept

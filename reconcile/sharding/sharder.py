@@ -27,6 +27,7 @@ event).
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 from collections.abc import Mapping
 from typing import Any, Final
@@ -72,6 +73,17 @@ _KEY: Final = "shardingKey"
 """Where the sharder's cache keeps an object's ring key (``_slim``)."""
 KEY_INDEX: Final = "sharding:key"
 """The index of the sharder's cache that groups objects by their ring key."""
+
+
+class _Step(enum.Enum):
+    """What one settling of a key did."""
+
+    SETTLED = "settled"
+    """Nothing left to do, or drains asked for (their releases enqueue the key)."""
+    CHANGED = "changed"
+    """An object changed since the decision: decide again on the newer one."""
+    DEEPER_LABELLED = "deeper labelled"
+    """The deepest stale objects were labelled; the rest once the cache shows them."""
 
 
 class _Membership:
@@ -251,13 +263,16 @@ class Sharder:
         if not group:
             self._drains.pop(key, None)
             return None
-        settled = await self._settle(key, group, owner(live, key), live)
-        log.debug("key settled" if settled else "key changed meanwhile", key=key)
-        if not settled:
+        step = await self._settle(key, group, owner(live, key), live)
+        log.debug("key settled", key=key, step=step.name)
+        if step is _Step.CHANGED:
             # Changed since (a status write, often): decide again on the version the cache is
             # about to show. Not a failure: the rate limiter's backoff (and its shared 10 qps
             # bucket) would hold a whole move back behind the busiest objects.
             return Result(requeue_after=CONFLICT_RETRY)
+        if step is _Step.DEEPER_LABELLED:
+            self._waiting.add(key)  # the rest once the cache shows these (_not_own_write)
+            return Result(requeue_after=OWN_WRITE_WAIT)
         return None
 
     def _group(self, key: str) -> list[tuple[ShardedKind, dict[str, Any]]] | None:
@@ -291,8 +306,8 @@ class Sharder:
         group: list[tuple[ShardedKind, dict[str, Any]]],
         desired: str | None,
         live: tuple[str, ...],
-    ) -> bool:
-        """Take the key one step towards ``desired``; False when an object changed meanwhile."""
+    ) -> _Step:
+        """Take the key one step towards ``desired``."""
         ring = self.ring
         elsewhere = [
             (kind, obj)
@@ -303,19 +318,25 @@ class Sharder:
         if elsewhere:
             self._drains.setdefault(key, anyio.current_time())
             drains = [(k, o) for k, o in elsewhere if ring.drain_label not in _labels(o)]
-            return await self._label_all(drains, {ring.drain_label: "true"})
+            drained = await self._label_all(drains, {ring.drain_label: "true"})
+            return _Step.SETTLED if drained else _Step.CHANGED
         stale = [
             (kind, obj)
             for kind, obj in group
             if _labels(obj).get(ring.shard_label) != desired or ring.drain_label in _labels(obj)
         ]
         assigned = {ring.shard_label: desired, ring.drain_label: None}
-        for depth in sorted({kind.depth for kind, _ in stale}, reverse=True):
-            if not await self._label_all([(k, o) for k, o in stale if k.depth == depth], assigned):
-                return False
-        for _, obj in stale:
+        depths = sorted({kind.depth for kind, _ in stale}, reverse=True)
+        deepest = [(k, o) for k, o in stale if depths and k.depth == depths[0]]
+        if not await self._label_all(deepest, assigned):
+            return _Step.CHANGED
+        for _, obj in deepest:
             if _labels(obj).get(ring.shard_label) != desired:
                 self._metrics.assignments.labels(ring.name, desired).inc()
+        if len(depths) > 1:
+            # Their parents once this cache shows them: the shard's watches of their kind see
+            # them about then, and a patch having returned says nothing of when they do.
+            return _Step.DEEPER_LABELLED
         moved = any(_labels(obj).get(ring.shard_label) not in (None, desired) for _, obj in stale)
         started = self._drains.pop(key, None)
         if started is not None:
@@ -323,7 +344,7 @@ class Sharder:
             self._metrics.drain_seconds.labels(ring.name).observe(anyio.current_time() - started)
         elif moved:
             self._metrics.moves.labels(ring.name, "dead").inc()
-        return True
+        return _Step.SETTLED
 
     async def _label_all(
         self, objects: list[tuple[ShardedKind, dict[str, Any]]], labels: Mapping[str, str | None]

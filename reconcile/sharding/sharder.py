@@ -13,8 +13,9 @@ together, as one group:
   reconciled by two shards at once;
 - otherwise (the rest unassigned, on the owner, or on shards whose Leases expired — a dead shard
   cannot release, and stopped working before its Lease could expire): label every object with the
-  owner, and remove stale drain labels, deepest kinds first (``ShardedKind.depth``: the owner
-  sees a key's children before their parents).
+  owner, and remove stale drain labels, deepest kinds first, each depth once this cache shows the
+  deeper one labelled (``ShardedKind.depth``: the owner sees a key's children before their
+  parents).
 
 Every label patch carries the resourceVersion it was decided on (a Conflict retries the key on the
 newer objects), and a key is not decided on again until the cache shows the versions the sharder's

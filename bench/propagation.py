@@ -43,7 +43,6 @@ import itertools
 import math
 import re
 import signal
-import socket
 import statistics
 import sys
 import time
@@ -82,6 +81,7 @@ from reconcile import (
     name_of,
 )
 from testenv import ControlPlane, Environment
+from testenv.ports import free_port
 
 __all__ = ["main"]
 
@@ -336,14 +336,6 @@ _COUNTED: Final = {
 _TIMES: Final = ("work ms", "queued ms")
 _NOT_RECONCILES: Final = ("retries", "depth", *_TIMES)
 SETTLE_TIMEOUT: Final = 600.0
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (for the child's /metrics)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def parse_counters(text: str) -> Counter[tuple[str, str]]:

@@ -56,7 +56,6 @@ from bench.propagation import (
     _prepare,
     bulk_name,
     deployment,
-    free_port,
     member_names,
     single,
     watch_clusters,
@@ -67,6 +66,7 @@ from controllers.sharding import RING, template_key
 from reconcile import Client, SharedInformer, configure_logging
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import Environment
+from testenv.ports import free_port
 from tests.e2e.replicas import (
     Replica,
     Timings,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import secrets
 import signal
-import socket
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from controllers.sharding import RING, template_key
 from reconcile import EVENT_GVK, SharedInformer
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import Environment, eventually
+from testenv.ports import free_port
 from tests.builders import scaled as timing
 from tests.e2e.conftest import join_members, own_control_plane
 from tests.e2e.convergence import (
@@ -100,7 +100,7 @@ class Fleet:
     waiting: str = ""
 
     async def add(self, name: str) -> Replica:
-        port = _free_port()
+        port = free_port()
         flags = sharded_flags(name, port)
         started = replica(
             self.env,
@@ -141,12 +141,6 @@ class Fleet:
     def print_logs(self) -> None:
         for one in self.replicas.values():
             print(f"replica {one.name} log ({one.log}), last lines:\n{one.tail(40)}")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def overlaps(spans: list[Span]) -> list[tuple[str, str, str]]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from controllers.api import RESOURCE_BINDING_GVK, WORKLOAD_REBALANCER_GVK
+from controllers.api import RESOURCE_BINDING_GVK, SCHEDULED_CONDITION, WORKLOAD_REBALANCER_GVK
 from controllers.workloadrebalancer import parse_time
-from reconcile import Conflict, NotFound
+from reconcile import Conflict, NotFound, generation_of, is_condition_true
 from testenv import Environment, eventually
 from tests.e2e.stack import Stack, after_last_schedule, new_deployment, new_policy, running
 
@@ -42,6 +43,24 @@ async def _skew(stack: Stack, binding_name: str) -> None:
 
     await eventually(update, timeout=30)
     await stack.wait_replicas("nginx", {"member1": 1, "member2": 2})
+    # The scheduler saw the skew and kept it: what restores the split below is the rebalancer.
+    binding = await _scheduled(stack, binding_name)
+    assert binding["spec"]["clusters"] == skewed
+
+
+async def _scheduled(stack: Stack, binding_name: str) -> dict[str, Any]:
+    """The binding once the scheduler has observed its generation with Scheduled True."""
+    found: list[dict[str, Any]] = []
+
+    async def observed() -> bool:
+        ns = stack.namespace
+        binding = await stack.host.get(RESOURCE_BINDING_GVK, binding_name, namespace=ns)
+        found[:] = [binding]
+        seen = (binding.get("status") or {}).get("schedulerObservedGeneration")
+        return is_condition_true(binding, SCHEDULED_CONDITION) and seen == generation_of(binding)
+
+    await eventually(observed, timeout=30)
+    return found[0]
 
 
 async def _rebalancer_restores_the_split(stack: Stack) -> None:
@@ -49,6 +68,9 @@ async def _rebalancer_restores_the_split(stack: Stack) -> None:
     await stack.host.create(new_deployment("nginx", ns, 3))
     await stack.host.create(new_policy("nginx", ns, "nginx"))
     await stack.wait_replicas("nginx", {"member1": 2, "member2": 1})
+    # Skewing before the first result's status is written would make the scheduler schedule
+    # afresh ("not scheduled yet") and undo the skew.
+    await _scheduled(stack, "nginx-deployment")
     await _skew(stack, "nginx-deployment")
     await after_last_schedule(stack, "nginx-deployment")
 
@@ -78,11 +100,17 @@ async def _rebalancer_restores_the_split(stack: Stack) -> None:
         {"workload": _ref("ghost", ns), "result": "Failed", "reason": "ReferencedBindingNotFound"},
         {"workload": _ref("nginx", ns), "result": "Successful"},
     ]
-    await stack.wait_replicas("nginx", {"member1": 2, "member2": 1})
-    binding = await stack.host.get(RESOURCE_BINDING_GVK, "nginx-deployment", namespace=ns)
+    # Successful means the trigger is set (as Karmada's); the scheduler acts on it after that.
     triggered = created["metadata"]["creationTimestamp"]
-    assert binding["spec"]["rescheduleTriggeredAt"] == triggered
-    assert parse_time(binding["status"]["lastScheduledTime"]) >= parse_time(triggered)
+
+    async def rescheduled() -> bool:
+        binding = await stack.host.get(RESOURCE_BINDING_GVK, "nginx-deployment", namespace=ns)
+        assert binding["spec"]["rescheduleTriggeredAt"] == triggered
+        last = (binding.get("status") or {}).get("lastScheduledTime")
+        return isinstance(last, str) and parse_time(last) >= parse_time(triggered)
+
+    await eventually(rescheduled, timeout=30)
+    await stack.wait_replicas("nginx", {"member1": 2, "member2": 1})
 
     async def deleted() -> bool:
         try:

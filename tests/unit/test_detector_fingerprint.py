@@ -86,3 +86,17 @@ def test_a_binding_without_a_fingerprint_is_built_from_its_resource_version_only
     assert built_from(binding, template("7"))
     assert not built_from(binding, template("8"))
     assert bound(template("8"), existing=binding)["spec"]["resource"]["resourceVersion"] == "8"
+
+
+def test_a_forged_or_garbled_fingerprint_only_refreshes_the_binding() -> None:
+    """A value that is not the template's hash makes the detector do what Karmada's does for any
+    change: take the template's resourceVersion, and record the right fingerprint."""
+    changed = template("9", tier="front")
+    for value in ("", "not-a-hash", "0" * 32, "\u2603" * 1000, template_fingerprint(template("7"))):
+        binding = bound(template("7"))
+        binding["metadata"]["annotations"][TEMPLATE_FINGERPRINT_ANNOTATION] = value
+        assert not built_from(binding, changed), value
+        again = bound(changed, existing=binding)
+        assert again["spec"]["resource"]["resourceVersion"] == "9"
+        recorded = again["metadata"]["annotations"][TEMPLATE_FINGERPRINT_ANNOTATION]
+        assert recorded == template_fingerprint(changed)

@@ -63,10 +63,10 @@ from bench._workload import cpu_seconds, rss_kib
 from controllers.api import (
     CLUSTER_GVK,
     FULLY_APPLIED_CONDITION,
-    READY_CONDITION,
     RESOURCE_BINDING_GVK,
     crd_paths,
 )
+from controllers.cluster import cluster_schedulable
 from controllers.join import join_cluster
 from reconcile import (
     GVK,
@@ -258,9 +258,11 @@ class Host:
         ]
 
     def _on_cluster(self, cluster: Obj) -> None:
-        # Only a Ready member is scheduled to, and a Divided binding is not spread again when
-        # another member turns Ready later: templates must wait for both.
-        if is_condition_true(cluster, READY_CONDITION):
+        # Only a schedulable member (Ready, its APIs listed, its not-ready taint gone) is
+        # scheduled to, and a Divided binding is not spread again when another member turns
+        # schedulable later: templates must wait for both. Ready alone let a warm-up Deployment
+        # be scheduled to member2 only (the scheduler still saw member1's not-ready taint).
+        if cluster_schedulable(cluster):
             self.ready.note(name_of(cluster))
 
     def _on_binding(self, binding: Obj) -> None:

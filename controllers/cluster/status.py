@@ -20,7 +20,7 @@ reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -302,18 +302,23 @@ def setup_cluster_status_controller(
     return reconciler
 
 
+def cluster_schedulable(cluster: Mapping[str, Any]) -> bool:
+    """Whether ``cluster`` is Ready, lists the APIs it serves and has lost its not-ready and
+    unreachable taints: only then does the scheduler consider it."""
+    if not is_cluster_ready(cluster) or not cluster_status(cluster).get("apiEnablements"):
+        return False
+    taints = cluster_spec(cluster).get("taints") or []
+    return not (has_taint(taints, NOT_READY_TAINT) or has_taint(taints, UNREACHABLE_TAINT))
+
+
 async def clusters_ready(host: Client, names: Iterable[str]) -> bool:
-    """Whether each named Cluster is Ready, lists the APIs it serves and has lost its not-ready
-    and unreachable taints: only then does the scheduler consider it, and a Divided binding is
-    not spread again once scheduled."""
+    """Whether each named Cluster is schedulable (``cluster_schedulable``): a Divided binding
+    is not spread again once scheduled, so what is created before would miss one."""
     for name in names:
         try:
             cluster = await host.get(CLUSTER_GVK, name)
         except NotFound:
             return False
-        if not is_cluster_ready(cluster) or not cluster_status(cluster).get("apiEnablements"):
-            return False
-        taints = cluster_spec(cluster).get("taints") or []
-        if has_taint(taints, NOT_READY_TAINT) or has_taint(taints, UNREACHABLE_TAINT):
+        if not cluster_schedulable(cluster):
             return False
     return True

@@ -258,10 +258,8 @@ class Host:
         ]
 
     def _on_cluster(self, cluster: Obj) -> None:
-        # Only a schedulable member (Ready, its APIs listed, its not-ready taint gone) is
-        # scheduled to, and a Divided binding is not spread again when another member turns
-        # schedulable later: templates must wait for both. Ready alone let a warm-up Deployment
-        # be scheduled to member2 only (the scheduler still saw member1's not-ready taint).
+        # Only a schedulable member is scheduled to, and a Divided binding is not spread again
+        # when another member turns schedulable later: templates must wait for both.
         if cluster_schedulable(cluster):
             self.ready.note(name_of(cluster))
 

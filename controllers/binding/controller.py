@@ -441,11 +441,18 @@ class BindingController:
 
     async def _cluster(self, name: str) -> Obj | None:
         try:
-            return await self.client.get(CLUSTER_GVK, name)
+            cluster = await self.client.get(CLUSTER_GVK, name)
         except NotFound:
             # The scheduler moves the binding off a deleted cluster; nothing to build meanwhile.
             log.info("target cluster not found", cluster=name)
             return None
+        if is_being_deleted(cluster):
+            # The cluster controller is deleting its Works (Karmada deletes its execution
+            # namespace, which then refuses new ones): one written now would hold the Cluster's
+            # finalizer, and deleting it again would bring it back again.
+            log.info("target cluster is being deleted", cluster=name)
+            return None
+        return cluster
 
     async def _write(self, work: Obj) -> bool:
         namespace, name = namespace_of(work), name_of(work)
@@ -614,12 +621,14 @@ def setup(context: Context) -> None:
 
 
 def _cluster_spec_changed(event: Event) -> bool:
-    # Overrides target clusters by name, labels and spec fields; status changes do not matter.
+    # Overrides target clusters by name, labels and spec fields, and a cluster being deleted gets
+    # no Works; status changes do not matter.
     if event.type is not EventType.UPDATE or event.old is None:
         return True
     return bool(
         labels_of(event.old) != labels_of(event.obj)
         or event.old.get("spec") != event.obj.get("spec")
+        or is_being_deleted(event.old) != is_being_deleted(event.obj)
     )
 
 

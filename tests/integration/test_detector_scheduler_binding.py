@@ -129,16 +129,18 @@ async def _remove_works(client: Client, namespace: str) -> None:
 
 @contextlib.asynccontextmanager
 async def running(
-    host: ControlPlane, interpreter: Interpreter | None = None
+    host: ControlPlane, interpreter: Interpreter | None = None, *, scheduler: bool = True
 ) -> AsyncIterator[Manager]:
-    """A manager running the detector, the scheduler and the binding controller."""
+    """A manager running the detector, the scheduler (unless left out) and the binding
+    controller."""
     config = await ClusterConfig.from_kubeconfig(
         host.kubeconfig, temp_dir=host.directory / "client"
     )
     manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
     context = Context(manager, MemberRegistry(manager), interpreter or Interpreter())
     detector.setup(context)
-    scheduler_controller.setup(context)
+    if scheduler:
+        scheduler_controller.setup(context)
     binding_controller.setup(context)
     async with anyio.create_task_group() as group:
         await group.start(manager.start)
@@ -654,3 +656,64 @@ async def test_a_cluster_scoped_template_gets_a_cluster_resource_binding_and_wor
             with contextlib.suppress(NotFound):
                 await client.delete(CLUSTER_ROLE, role_name)
             await _delete_cluster_policy(client, policy_name)
+
+
+async def test_no_work_is_written_for_a_cluster_being_deleted(
+    host: ControlPlane, client: Client, namespace: str, members: Members
+) -> None:
+    # The cluster controller deletes a deleted Cluster's Works before its finalizer goes; a
+    # binding controller that wrote them again kept `reconcile unjoin` waiting for ever. The
+    # test's finalizer holds the Cluster in its deletion as a slow cluster controller would, and
+    # the test plays the scheduler: until it reschedules (NoClusterFit here), the binding is still
+    # Scheduled to the cluster, which is when the binding controller must not write to it.
+    hold = "tests.reconcile.io/hold"
+    await change(
+        client, CLUSTER_GVK, members.one, None, lambda c: c["metadata"].update(finalizers=[hold])
+    )
+    placement = {"clusterAffinity": {"clusterNames": [members.one]}}
+    policy = propagation_policy("nginx-pp", namespace, nginx_selector(), placement)
+    execution_namespace = f"karmada-es-{members.one}"
+    name = work_name("Deployment", "nginx", namespace)
+
+    async def no_work() -> bool:
+        return await get_or_none(client, WORK_GVK, name, execution_namespace) is None
+
+    try:
+        async with running(host, scheduler=False):
+            await client.create(policy)
+            await client.create(deployment("nginx", namespace, 1))
+            await until(
+                lambda: get_or_none(client, RESOURCE_BINDING_GVK, "nginx-deployment", namespace)
+            )
+            await change(
+                client,
+                RESOURCE_BINDING_GVK,
+                "nginx-deployment",
+                namespace,
+                lambda b: b["spec"].update(clusters=[{"name": members.one, "replicas": 1}]),
+            )
+            binding = await client.get(
+                RESOURCE_BINDING_GVK, "nginx-deployment", namespace=namespace
+            )
+            binding["status"] = {
+                "schedulerObservedGeneration": binding["metadata"]["generation"],
+                "conditions": [
+                    {
+                        "type": "Scheduled",
+                        "status": "True",
+                        "reason": "Success",
+                        "message": "played by the test",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            }
+            await client.update_status(binding)
+            await until(lambda: work_replicas(client, namespace, members.one))
+            await client.delete(CLUSTER_GVK, members.one)
+            await _remove_works(client, execution_namespace)
+            await until(no_work)
+            await consistently(no_work, duration=scaled(3))
+    finally:
+        await change(
+            client, CLUSTER_GVK, members.one, None, lambda c: c["metadata"].update(finalizers=[])
+        )

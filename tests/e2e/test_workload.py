@@ -22,8 +22,13 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from controllers.api import RESOURCE_BINDING_GVK, RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION_GVK
+from controllers.api import (
+    CLUSTER_GVK,
+    RESOURCE_BINDING_GVK,
+    RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION_GVK,
+)
 from controllers.interpreter import Operation
+from controllers.scheduler import api_enabled
 from reconcile import GVK, NotFound
 from testenv import Environment, eventually
 from testenv.certs import CertificateAuthority
@@ -143,6 +148,14 @@ async def _member_workload(stack: Stack, cluster: str) -> dict[str, Any] | None:
 
 
 async def _create(stack: Stack) -> None:
+    # A member's apiEnablements are its discovery as last polled, maybe before the CRD was
+    # installed: scheduled then, the Divided binding would get member1 alone, and keep it
+    # (Karmada does not reschedule a Divided binding when a cluster changes).
+    async def served() -> bool:
+        clusters = [await stack.host.get(CLUSTER_GVK, name) for name in MEMBERS]
+        return all(api_enabled(c, WORKLOAD.api_version, WORKLOAD.kind) for c in clusters)
+
+    await eventually(served, timeout=60, interval=0.2)
     for manifest in ("workload.yaml", "propagationpolicy.yaml"):
         obj = _manifest(manifest)
         obj["metadata"]["namespace"] = stack.namespace
@@ -150,17 +163,18 @@ async def _create(stack: Stack) -> None:
 
 
 async def _wait_replicas(stack: Stack, expected: dict[str, int | None]) -> None:
-    async def replicas() -> dict[str, int | None]:
-        found = {}
+    found: dict[str, int | None] = {}
+
+    async def reached() -> bool:
         for cluster in MEMBERS:
             workload = await _member_workload(stack, cluster)
             found[cluster] = workload["spec"]["replicas"] if workload else None
-        return found
+        return found == expected
 
-    async def reached() -> bool:
-        return await replicas() == expected
-
-    await eventually(reached, timeout=90, interval=0.2)
+    try:
+        await eventually(reached, timeout=90, interval=0.2)
+    except AssertionError as error:
+        raise AssertionError(f"member replicas {found}, expected {expected}") from error
 
 
 async def _divided(stack: Stack, recorder: Recorder) -> None:

@@ -4,9 +4,11 @@ label-selected watches for assignment (the design of timebertt's kubernetes-cont
 A ``Ring`` names the kinds sharded together and how each object's key is computed; every replica
 runs a ``Shard`` of its rings (its Lease, its label-selected cache, ``shard.guard(...)`` around
 its reconcilers); the leader runs a ``Sharder`` per ring, which labels each object with the live
-shard that owns its key and moves objects, drained first, when shards come and go.
+shard that owns its key and moves objects, drained first, when shards come and go; a
+``ShardAssigner`` webhook labels new objects as they are created, where the leader can tell.
 """
 
+from reconcile.sharding.admission import ASSIGN_PATH_PREFIX, ShardAssigner
 from reconcile.sharding.membership import Membership
 from reconcile.sharding.metrics import SHARD_OBJECTS, SharderMetrics
 from reconcile.sharding.ring import (
@@ -26,6 +28,7 @@ from reconcile.sharding.shard import NOT_CACHED_RETRY, Shard, check_shard_name
 from reconcile.sharding.sharder import EXPIRY_SLACK, Sharder
 
 __all__ = [
+    "ASSIGN_PATH_PREFIX",
     "DRAIN_PREFIX",
     "EXPIRY_SLACK",
     "NOT_CACHED_RETRY",
@@ -36,6 +39,7 @@ __all__ = [
     "Membership",
     "Ring",
     "Shard",
+    "ShardAssigner",
     "ShardedKind",
     "Sharder",
     "SharderMetrics",

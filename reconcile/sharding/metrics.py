@@ -5,7 +5,8 @@ cache holds (read at every scrape from the informers' stores: what this replica 
 leader, the sharder counts ``sharding_assignments_total{ring,shard}``, ``sharding_moves_total{ring,
 reason}`` (``drained``: the old shard let go; ``dead``: its Lease had expired) and observes
 ``sharding_drain_duration_seconds{ring}`` from the drain label to the old shard's release,
-``sharding_live_shards{ring}`` and ``sharding_label_conflicts_total{ring}``.
+``sharding_live_shards{ring}``, ``sharding_label_conflicts_total{ring}`` and, for the objects its
+admission webhook labels as they are created, ``sharding_admission_assignments_total{ring,shard}``.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class SharderMetrics:
     live_shards: Gauge
     released: Counter
     conflicts: Counter
+    admitted: Counter
 
     @classmethod
     def for_registry(cls, registry: CollectorRegistry) -> SharderMetrics:
@@ -111,6 +113,12 @@ class SharderMetrics:
                 "sharding_label_conflicts",
                 "Label patches of the sharder that met a newer version of their object.",
                 ["ring"],
+                registry=registry,
+            ),
+            Counter(
+                "sharding_admission_assignments",
+                "New objects labelled with their shard as they were created (the webhook).",
+                ["ring", "shard"],
                 registry=registry,
             ),
         )

@@ -151,6 +151,7 @@ class Sharder:
         try:
             await self._run(client, task_status)
         finally:
+            self._cache, self.live = None, None
             if client is not self.manager.api_reader:
                 with anyio.CancelScope(shield=True):
                     await client.close()
@@ -189,6 +190,28 @@ class Sharder:
         matters = functools.partial(_assignment_changed, self.ring)
         own = functools.partial(self._not_own_write, kind.gvk)
         keys.watch(Kind(cache, kind.gvk, _ByKey(), (own, matters), metadata_only=True))
+
+    def admission_shard(self, kind: ShardedKind, obj: Mapping[str, Any]) -> str | None:
+        """The shard a new object of ``kind`` is labelled with as it is created, or None to
+        leave it to first sight: this replica does not lead (only the sharder's cache knows the
+        key's other objects), no shard is live, the key is unknown, or some object of the key
+        is not settled on the owner (a move under way is decided by the sharder's queue alone:
+        assigning here could split the key between two shards)."""
+        live = self.live
+        if self._cache is None or not live:
+            return None
+        key = kind.key(obj)
+        if key is None or key in self._waiting:
+            return None
+        desired = owner(live, key)
+        group = self._group(key)
+        if group is None:
+            return None
+        for _, other in group:
+            labels = _labels(other)
+            if labels.get(self.ring.shard_label) != desired or self.ring.drain_label in labels:
+                return None
+        return desired
 
     def _not_own_write(self, gvk: GVK, event: Event) -> bool:
         """False for the event of a label patch of the sharder's own, unless its key was put off

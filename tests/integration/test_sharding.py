@@ -33,8 +33,25 @@ from reconcile import (
     controller_managed_by,
 )
 from reconcile.leaderelection import LEASE, micro_time
-from reconcile.sharding import SHARD_OBJECTS, Ring, Shard, ShardedKind, Sharder, object_key, owner
-from testenv import ControlPlane, eventually
+from reconcile.sharding import (
+    ASSIGN_PATH_PREFIX,
+    SHARD_OBJECTS,
+    Ring,
+    Shard,
+    ShardAssigner,
+    ShardedKind,
+    Sharder,
+    object_key,
+    owner,
+)
+from reconcile.webhook import WebhookServer
+from testenv import (
+    ControlPlane,
+    WebhookInstaller,
+    WebhookInstallOptions,
+    WebhookServing,
+    eventually,
+)
 from tests.builders import configmap, manager_of, scaled
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -111,9 +128,19 @@ class Fleet:
     record: Record = field(default_factory=Record)
     replicas: dict[str, Replica] = field(default_factory=dict)
 
-    async def add(self, name: str, before_start: Callable[[Replica], None] = _nothing) -> Replica:
+    async def add(
+        self,
+        name: str,
+        before_start: Callable[[Replica], None] = _nothing,
+        *,
+        webhook: WebhookServing | None = None,
+    ) -> Replica:
+        server = None
+        if webhook is not None:
+            server = WebhookServer(host=webhook.host, port=webhook.port, cert_dir=webhook.cert_dir)
         manager = await manager_of(
             self.host,
+            webhook_server=server,
             leader_election=True,
             leader_election_id=f"sharder-{self.ring.name}",
             leader_election_namespace=self.namespace,
@@ -134,6 +161,9 @@ class Fleet:
         manager.add(shard)
         sharder = Sharder(manager, self.ring, namespace=self.namespace)
         manager.add(sharder)
+        if webhook is not None:
+            assigner = ShardAssigner(sharder)
+            manager.webhook_server.register(assigner.path, assigner)
 
         replica = Replica(manager, shard, anyio.CancelScope(), sharder)
         for kind in self.ring.kinds:
@@ -432,3 +462,66 @@ async def test_the_sharder_does_not_patch_again_what_its_cache_has_not_shown_yet
             "sharding_label_conflicts_total", {"ring": ring.ring.name}
         )
         assert (conflicts or 0) == 0, "label patches decided on versions the sharder replaced"
+
+
+def _assignment_webhook(ring: Ring, namespace: str) -> dict[str, Any]:
+    """A MutatingWebhookConfiguration sending the test's new ConfigMaps and Secrets without a
+    shard to the assigner, as deploy/ would: failurePolicy Ignore (the sharder assigns on first
+    sight what the webhook did not)."""
+    webhook = {
+        "name": f"{ring.name}.sharding.reconcile.io",
+        "clientConfig": {"url": f"https://webhook.invalid{ASSIGN_PATH_PREFIX}{ring.name}"},
+        "rules": [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["configmaps", "secrets"],
+            }
+        ],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "objectSelector": {
+            "matchExpressions": [{"key": ring.shard_label, "operator": "DoesNotExist"}]
+        },
+        "failurePolicy": "Ignore",
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 5,
+    }
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": f"assign-{ring.name}"},
+        "webhooks": [webhook],
+    }
+
+
+async def test_objects_created_while_the_leader_serves_the_webhook_arrive_assigned(
+    host: ControlPlane, client: Client, webhooks: WebhookInstaller
+) -> None:
+    async with fleet(host, client) as ring:
+        options = WebhookInstallOptions(
+            mutating_webhooks=[_assignment_webhook(ring.ring, ring.namespace)]
+        )
+        serving = await webhooks.install(options)
+        replica = await ring.add("r0", webhook=serving)
+        await ring.settled_on(["r0"])
+        registry = replica.manager.registry
+        labels = {"ring": ring.ring.name, "shard": "r0"}
+        patched = registry.get_sample_value("sharding_assignments_total", labels)
+
+        names = [f"cm-new-{index}" for index in range(6)]
+        for name in names:
+            created = await client.create(configmap(name, ring.namespace))
+            assert created["metadata"]["labels"][ring.ring.shard_label] == "r0", created
+        keys = {f"{ring.namespace}/{name}" for name in names}
+
+        async def reconciled() -> bool:
+            return keys <= ring.record.reconciled_by("r0")
+
+        await eventually(reconciled, timeout=SETTLE)
+        assert registry.get_sample_value("sharding_admission_assignments_total", labels) == 6
+        assert registry.get_sample_value("sharding_assignments_total", labels) == patched, (
+            "labelled as they were created: the sharder patched none of them"
+        )
+        assert ring.record.overlaps() == []

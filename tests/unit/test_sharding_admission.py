@@ -1,0 +1,134 @@
+"""When the shard assignment webhook labels a new object, and when it leaves it to the sharder."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from reconcile import GVK, Manager
+from reconcile.leaderelection import micro_time
+from reconcile.sharding import Ring, ShardAssigner, ShardedKind, Sharder, owner
+from reconcile.webhook import CREATE, UPDATE, AdmissionRequest, AdmissionResponse
+from testenv import FakeClient, eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+SECRET = GVK("", "v1", "Secret")
+NAMESPACE = "default"
+
+
+def _lease(name: str, ring: Ring) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": NAMESPACE, "labels": {ring.lease_label: "true"}}
+    spec = {"holderIdentity": name, "leaseDurationSeconds": 600, "renewTime": micro_time()}
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+def _request(name: str, *, operation: str = CREATE, **labels: str) -> AdmissionRequest:
+    # As the apiserver sends a create: the namespace in the request, maybe not in the object.
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}}
+    return AdmissionRequest(
+        uid="u", kind=CONFIGMAP, operation=operation, name=name, namespace=NAMESPACE, object=obj
+    )
+
+
+def _labels_after(response: AdmissionResponse, request: AdmissionRequest) -> dict[str, str]:
+    """The object's labels once the response's JSON patch is applied (add operations only)."""
+    assert response.allowed
+    review = response.to_review(request.uid)["response"]
+    assert request.object is not None
+    labels = dict(request.object["metadata"].get("labels") or {})
+    if "patch" in review:
+        for op in json.loads(base64.b64decode(review["patch"])):
+            assert op["op"] in ("add", "replace"), op
+            if op["path"] == "/metadata/labels":
+                labels = dict(op["value"])
+            else:
+                labels[op["path"].rsplit("/", 1)[1].replace("~1", "/")] = op["value"]
+    return labels
+
+
+@asynccontextmanager
+async def leading(fake: FakeClient, ring: Ring) -> AsyncIterator[Sharder]:
+    sharder = Sharder(Manager(client=fake), ring, namespace=NAMESPACE)
+    async with anyio.create_task_group() as group:
+        await group.start(sharder.run)
+        try:
+            yield sharder
+        finally:
+            group.cancel_scope.cancel()
+
+
+def _ring() -> Ring:
+    return Ring("r", kinds=(ShardedKind(CONFIGMAP), ShardedKind(SECRET, depth=1)))
+
+
+async def test_a_new_object_gets_the_owner_of_its_key_only_where_the_sharder_leads() -> None:
+    fake, ring = FakeClient(), _ring()
+    await fake.create(_lease("s1", ring))
+    await fake.create(_lease("s2", ring))
+    idle = Sharder(Manager(client=fake), ring, namespace=NAMESPACE)
+    request = _request("a")
+    assert _labels_after(await ShardAssigner(idle).handle(request), request) == {}, (
+        "a replica that does not lead cannot see the key's other objects: unchanged"
+    )
+    async with leading(fake, ring) as sharder:
+        assigner = ShardAssigner(sharder)
+        assert assigner.path == "/assign-shard-r"
+
+        async def both_live() -> bool:
+            return sharder.live == ("s1", "s2")
+
+        await eventually(both_live)
+        labels = _labels_after(await assigner.handle(request), request)
+        assert labels == {ring.shard_label: owner(["s1", "s2"], f"{NAMESPACE}/a")}
+
+        labelled = _request("b", **{ring.shard_label: "s9"})
+        assert _labels_after(await assigner.handle(labelled), labelled) == {ring.shard_label: "s9"}
+        update = _request("c", operation=UPDATE)
+        assert _labels_after(await assigner.handle(update), update) == {}
+        unnamed = _request("")
+        assert _labels_after(await assigner.handle(unnamed), unnamed) == {}
+        registry = sharder.manager.registry
+        sample = registry.get_sample_value(
+            "sharding_admission_assignments_total",
+            {"ring": "r", "shard": labels[ring.shard_label]},
+        )
+        assert sample == 1
+
+
+async def test_a_key_on_its_way_to_another_shard_is_left_to_the_sharder() -> None:
+    fake, ring = FakeClient(), _ring()
+    await fake.create(_lease("s1", ring))
+    await fake.create(_lease("s2", ring))
+    # A key whose Secret is on the shard that does not own it: the sharder drains it from there,
+    # and s2 (no replica behind its Lease here) never lets go.
+    names = (f"k{i}" for i in range(100))
+    name = next(n for n in names if owner(["s1", "s2"], f"{NAMESPACE}/{n}") == "s1")
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {ring.shard_label: "s2"}},
+    }
+    await fake.create(secret)
+    async with leading(fake, ring) as sharder:
+
+        async def drained() -> bool:
+            current = await fake.get(SECRET, name, namespace=NAMESPACE)
+            return ring.drain_label in current["metadata"]["labels"]
+
+        await eventually(drained)
+        request = _request(name)
+        labels = _labels_after(await ShardAssigner(sharder).handle(request), request)
+        assert labels == {}, "assigned now, the ConfigMap would be on s1 while s2 holds the Secret"

@@ -105,12 +105,21 @@ def _add_sharding_flags(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("POD_NAME") or socket.gethostname(),
         help="this replica's shard (default: $POD_NAME, else the host name)",
     )
+    parser.add_argument(
+        "--shard-assignment-webhook",
+        action="store_true",
+        help="with --shards=auto: serve /assign-shard-karmada on the webhook server (port 9443), "
+        "where the leader labels new templates with their shard as they are created "
+        "(deploy/controller-manager/optional/shard-assignment-webhook.yaml)",
+    )
 
 
 def _sharding(args: argparse.Namespace) -> ShardingOptions | None:
     from controllers.sharding import ShardingOptions  # with the controllers, not for every command
 
     if args.shards == "none":
+        if args.shard_assignment_webhook:
+            raise ValueError("--shard-assignment-webhook needs --shards=auto")
         return None
     if not args.leader_elect:
         raise ValueError("--shards=auto needs --leader-elect: the leader assigns the shards")
@@ -120,6 +129,7 @@ def _sharding(args: argparse.Namespace) -> ShardingOptions | None:
         lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period,
+        admission=args.shard_assignment_webhook,
     )
 
 

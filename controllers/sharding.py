@@ -40,7 +40,15 @@ from controllers.api.names import KARMADA_SYSTEM_NAMESPACE
 from controllers.binding.names import binding_name
 from controllers.rbac import Permissions, Rule
 from reconcile import GVK, Manager, Reconciler, ReconcilerFunc, Request
-from reconcile.sharding import KeyFunc, Ring, Shard, ShardedKind, Sharder, check_shard_name
+from reconcile.sharding import (
+    KeyFunc,
+    Ring,
+    Shard,
+    ShardAssigner,
+    ShardedKind,
+    Sharder,
+    check_shard_name,
+)
 
 __all__ = [
     "NAMESPACE",
@@ -96,6 +104,9 @@ class ShardingOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    admission: bool = False
+    """Serve the shard assignment webhook (``--shard-assignment-webhook``) on the manager's
+    webhook server: the leader labels new templates with their shard as they are created."""
 
     def __post_init__(self) -> None:
         # At the flag, before any connection: a bad name would otherwise fail only as a Lease
@@ -171,7 +182,11 @@ class Sharding:
             retry_period=options.retry_period,
         )
         manager.add(self.shard)
-        manager.add(Sharder(manager, self.ring, namespace=options.namespace))
+        sharder = Sharder(manager, self.ring, namespace=options.namespace)
+        manager.add(sharder)
+        if options.admission:
+            assigner = ShardAssigner(sharder)
+            manager.webhook_server.register(assigner.path, assigner)
 
     def add_template_kind(self, gvk: GVK) -> None:
         """Shard the templates of ``gvk`` (before their informer opens).

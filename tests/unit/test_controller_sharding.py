@@ -92,3 +92,19 @@ def test_sharding_without_leader_election_is_refused(capsys: pytest.CaptureFixtu
 
 def test_a_good_shard_name_passes() -> None:
     assert ShardingOptions(name="reconcile-7d9f.b-0", namespace="karmada-system").name
+
+
+def test_the_assignment_webhook_is_served_only_when_asked() -> None:
+    plain = build(Manager(client=FakeClient()), sharding=ShardingOptions("r0", "karmada-system"))
+    assert plain.manager.webhook_server.paths == [], "no webhook server unless asked"
+    options = ShardingOptions(name="r0", namespace="karmada-system", admission=True)
+    context = build(Manager(client=FakeClient()), sharding=options)
+    assert context.manager.webhook_server.paths == ["/assign-shard-karmada"]
+
+
+def test_the_assignment_webhook_without_shards_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flags = ["controller-manager", "--kubeconfig=/nonexistent", "--leader-elect"]
+    assert cli.main([*flags, "--shard-assignment-webhook"]) == 2
+    assert "needs --shards=auto" in capsys.readouterr().err

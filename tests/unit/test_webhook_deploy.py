@@ -1,4 +1,5 @@
-"""deploy/webhook serves exactly the kinds controllers.webhook admits, with least privilege."""
+"""deploy/webhook serves exactly the kinds controllers.webhook admits, with least privilege; the
+controller-manager's optional shard assignment webhook is sent its default template kinds."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import yaml
 
 from controllers.controllermanager import DISABLED_BY_DEFAULT, _selected
 from controllers.rbac import Grant, granted, problems
+from controllers.sharding import RING
 from controllers.webhook import ADMITTED, PERMISSIONS
+from reconcile.sharding import ASSIGN_PATH_PREFIX, Ring
 from reconcile.webhook import mutate_path, validate_path
 
 DEPLOY = Path(__file__).parents[2] / "deploy" / "webhook"
@@ -64,3 +67,36 @@ def test_the_webhook_controller_runs_only_when_named() -> None:
     assert "webhook" not in _selected(["*"])
     assert _selected(["*", "webhook"])[-1] == "webhook"
     assert _selected(["webhook"]) == ["webhook"]
+
+
+def test_the_shard_assignment_webhook_sends_the_default_templates_to_the_assigner() -> None:
+    manager = DEPLOY.parent / "controller-manager"
+    documents = yaml.safe_load_all(
+        (manager / "optional" / "shard-assignment-webhook.yaml").read_text()
+    )
+    service, configuration = [d for d in documents if d]
+    (hook,) = configuration["webhooks"]
+    assert hook["clientConfig"]["service"]["path"] == ASSIGN_PATH_PREFIX + RING
+    assert hook["clientConfig"]["service"]["name"] == service["metadata"]["name"]
+    assert hook["failurePolicy"] == "Ignore", "a template's creation never waits for it"
+    (expression,) = hook["objectSelector"]["matchExpressions"]
+    assert expression == {"key": Ring(RING).shard_label, "operator": "DoesNotExist"}
+    sent = {(g, r) for rule in hook["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert all(rule["operations"] == ["CREATE"] for rule in hook["rules"])
+    roles = yaml.safe_load_all((manager / "rbac.yaml").read_text())
+    (templates,) = [
+        d
+        for d in roles
+        if d and d["metadata"]["name"] == "reconcile:controller-manager:default-templates"
+    ]
+    readable = {
+        (g, r)
+        for rule in templates["rules"]
+        if "watch" in rule["verbs"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    assert sent == readable
+    (deployment,) = yaml.safe_load_all((manager / "deployment.yaml").read_text())
+    pods = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pods.items()

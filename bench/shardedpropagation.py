@@ -62,7 +62,7 @@ from bench.propagation import (
 )
 from bench.sharding import Span, overlaps
 from controllers.api import crd_paths
-from controllers.sharding import RING, template_key
+from controllers.sharding import LEADER_WEIGHT, RING, template_key
 from reconcile import Client, SharedInformer, configure_logging
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import Environment
@@ -200,10 +200,11 @@ async def _kill_when_half_created(
     say(f"  SIGKILLed {victim.name} holding {len(held)} templates")
 
     survivors = [name for name in fleet.replicas if name != victim.name]
+    weights = {leader.name: LEADER_WEIGHT} if leader is not None else {}
 
     def handed_over() -> bool:
         assigned = fleet.assigned()
-        return all(assigned.get(n) == owner(survivors, _key(n)) for n in held)
+        return all(assigned.get(n) == owner(survivors, _key(n), weights) for n in held)
 
     await _until(handed_over, FAILOVER_TIMEOUT)
     figures.failover = time.monotonic() - killed

@@ -57,6 +57,7 @@ import anyio.abc
 
 from bench._cluster import CONFIGMAP, create_configmaps, create_namespace
 from bench._workload import NAMESPACE, rss_kib, say
+from controllers.sharding import LEADER_WEIGHT
 from reconcile import (
     Client,
     ClusterConfig,
@@ -208,7 +209,15 @@ async def _replica(args: argparse.Namespace) -> None:
     }
     shard = Shard(manager, ring, name=args.child, namespace=NAMESPACE, **timings)
     manager.add(shard)
-    manager.add(Sharder(manager, ring, namespace=NAMESPACE, workers=args.sharder_workers))
+    sharder = Sharder(
+        manager,
+        ring,
+        namespace=NAMESPACE,
+        workers=args.sharder_workers,
+        leader_shard=args.child,
+        leader_weight=args.leader_weight,
+    )
+    manager.add(sharder)
     with (args.out / f"{args.child}.jsonl").open("w", buffering=1) as out:
         options = ControllerOptions(need_leader_election=False, max_concurrent_reconciles=4)
         (
@@ -330,6 +339,7 @@ class _Run:
             argv += ["--kubeconfig", str(self.args.kubeconfig), "--ring", self.ring.name]
             argv += ["--out", str(self.out), "--hold", str(self.args.hold)]
             argv += ["--sharder-workers", str(self.args.sharder_workers)]
+            argv += ["--leader-weight", str(self.args.leader_weight)]
             argv += [f"--{flag}={getattr(self.args, flag.replace('-', '_'))}" for flag in _LEASE]
             process = await anyio.open_process(argv, cwd=ROOT, stderr=None)
             child = _Child(name, process, _Tail(self.out / f"{name}.jsonl"))
@@ -339,6 +349,15 @@ class _Run:
     def live(self) -> list[str]:
         """The replicas not killed."""
         return [name for name, child in self.children.items() if child.killed_at is None]
+
+    def owner(self, live: list[str], key: str) -> str | None:
+        """The owner of ``key`` among ``live`` as the leader's sharder weighs them."""
+        weights = {
+            name: self.args.leader_weight
+            for name, child in self.children.items()
+            if child.leader and child.killed_at is None
+        }
+        return owner(live, key, weights)
 
     def spans(self) -> list[Span]:
         """Every reconcile of the run so far."""
@@ -374,11 +393,11 @@ class _Run:
         live, assigned = self.live(), await self.assignments()
         if len(assigned) != self.args.objects:
             return None
-        if any(drain or shard != owner(live, key) for key, (shard, drain) in assigned.items()):
+        if any(drain or shard != self.owner(live, key) for key, (shard, drain) in assigned.items()):
             return None
         firsts, last = first_ends(self.spans(), after), -math.inf
         for key in assigned if keys is None else keys:
-            end = firsts.get((str(owner(live, key)), key))
+            end = firsts.get((str(self.owner(live, key)), key))
             if end is None:
                 return None
             last = max(last, end)
@@ -543,6 +562,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kill", type=int, default=3, help="SIGKILL one replica in this run")
     parser.add_argument("--kill-leader", action="store_true", help="kill the leader instead")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds each reconcile sleeps")
+    parser.add_argument(
+        "--leader-weight",
+        type=float,
+        default=LEADER_WEIGHT,
+        help="the leader's shard's share of keys against 1 (the controller-manager's default)",
+    )
     parser.add_argument(
         "--sharder-workers", type=int, default=4, help="concurrent label patches (Sharder's)"
     )

@@ -16,6 +16,7 @@ timebertt's kubernetes-controller-sharding (``shard.alpha.sharding.timebertt.dev
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -40,6 +41,7 @@ SHARD_PREFIX: Final = "shard.sharding.reconcile.io/"
 DRAIN_PREFIX: Final = "drain.sharding.reconcile.io/"
 RING_PREFIX: Final = "ring.sharding.reconcile.io/"
 _NAME_LIMIT: Final = 63  # the name part of a label key
+_HASH_SPAN: Final = float(2**64)
 
 KeyFunc = Callable[[Mapping[str, Any]], "str | None"]
 """An object's sharding key; None leaves the object unassigned (no shard reconciles it)."""
@@ -217,18 +219,34 @@ async def relabel(
     return str((patched.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def owner(shards: Iterable[str], key: str) -> str | None:
+def owner(
+    shards: Iterable[str], key: str, weights: Mapping[str, float] | None = None
+) -> str | None:
     """The shard that owns ``key`` among ``shards`` (None when there is none): the one with the
-    highest weight hash(shard, key)."""
+    highest hash(shard, key). A shard's weight in ``weights`` (default 1) scales its expected
+    share of the keys: weighted rendezvous hashing, score ``-weight / ln(hash / 2**64)``, which
+    for equal weights ranks as the hash itself (and is computed as that, exactly)."""
+    if weights and any(weights.get(shard, 1.0) != 1.0 for shard in shards):
+        return _weighted_owner(shards, key, weights)
     best: tuple[int, str] | None = None
     for shard in shards:
-        weight = _weight(shard, key)
-        if best is None or (weight, shard) > best:
-            best = (weight, shard)
+        score = _hash(shard, key)
+        if best is None or (score, shard) > best:
+            best = (score, shard)
     return best[1] if best else None
 
 
-def _weight(shard: str, key: str) -> int:
+def _weighted_owner(shards: Iterable[str], key: str, weights: Mapping[str, float]) -> str | None:
+    best: tuple[float, str] | None = None
+    for shard in shards:
+        unit = (_hash(shard, key) + 0.5) / _HASH_SPAN  # in (0, 1): the logarithm is negative
+        score = -weights.get(shard, 1.0) / math.log(unit)
+        if best is None or (score, shard) > best:
+            best = (score, shard)
+    return best[1] if best else None
+
+
+def _hash(shard: str, key: str) -> int:
     digest = hashlib.blake2b(f"{shard}\x00{key}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")
 

@@ -111,13 +111,33 @@ class Sharder:
         namespace: where the shard Leases are (default: the manager's leader election
             namespace, as ``Shard``'s default).
         workers: keys settled concurrently (label patches are I/O: many at once).
+        leader_shard: the shard of this replica, if it has one of ``ring``'s: while it leads it
+            takes ``leader_weight`` times a shard's share of the keys (weighted rendezvous
+            hashing), the sharder's own cache being part of its load.
+        leader_weight: from 0 (no keys unless it is alone) to 1 (default: a share like any).
+
+    Raises:
+        ValueError: (at construction) a ``leader_weight`` outside [0, 1].
     """
 
     def __init__(
-        self, manager: Manager, ring: Ring, *, namespace: str | None = None, workers: int = 32
+        self,
+        manager: Manager,
+        ring: Ring,
+        *,
+        namespace: str | None = None,
+        workers: int = 32,
+        leader_shard: str | None = None,
+        leader_weight: float = 1.0,
     ) -> None:
+        if not 0.0 <= leader_weight <= 1.0:
+            raise ValueError(f"leader_weight must be within [0, 1], got {leader_weight}")
         self.manager = manager
         self.ring = ring
+        self.weights: dict[str, float] = (
+            {leader_shard: leader_weight} if leader_shard is not None else {}
+        )
+        """Shard -> weight in the ring's hashing (absent: 1)."""
         self.namespace = namespace or manager.options.leader_election_namespace or "default"
         self.membership = Membership()
         self.live: tuple[str, ...] | None = None
@@ -203,7 +223,7 @@ class Sharder:
         key = kind.key(obj)
         if key is None or key in self._waiting:
             return None
-        desired = owner(live, key)
+        desired = owner(live, key, self.weights)
         group = self._group(key)
         if group is None:
             return None
@@ -262,7 +282,7 @@ class Sharder:
                     labels = _labels(obj)
                     current = labels.get(ring.shard_label)
                     if key is not None and (
-                        ring.drain_label in labels or current != owner(live, key)
+                        ring.drain_label in labels or current != owner(live, key, self.weights)
                     ):
                         unsettled.add(key)
         for key in unsettled:
@@ -287,7 +307,7 @@ class Sharder:
         if not group:
             self._drains.pop(key, None)
             return None
-        step = await self._settle(key, group, owner(live, key), live)
+        step = await self._settle(key, group, owner(live, key, self.weights), live)
         log.debug("key settled", key=key, step=step.name)
         if step is _Step.CHANGED:
             # Changed since (a status write, often): decide again on the version the cache is

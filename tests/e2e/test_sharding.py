@@ -32,7 +32,7 @@ import pytest
 import pytest_asyncio
 
 from controllers.cluster import clusters_ready
-from controllers.sharding import RING, template_key
+from controllers.sharding import LEADER_WEIGHT, RING, template_key
 from reconcile import EVENT_GVK, SharedInformer
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import Environment, eventually
@@ -176,12 +176,19 @@ def assignments(fleet: Fleet) -> dict[str, str | None]:
     }
 
 
-async def held_by_their_shards(fleet: Fleet, clusters: Clusters) -> dict[str, int] | None:
-    """Shard -> templates, once every template is on the live shard that owns its key and each
-    live replica's cache holds exactly its own (None until then; ``fleet.waiting`` says why)."""
+async def held_by_their_shards(
+    fleet: Fleet, clusters: Clusters, weights: dict[str, float]
+) -> dict[str, int] | None:
+    """Shard -> templates, once every template is on the live shard that owns its key (as the
+    ring is ``weights``-ed) and each live replica's cache holds exactly its own (None until then;
+    ``fleet.waiting`` says why)."""
     assigned = assignments(fleet)
     alive = sorted(fleet.alive())
-    wrong = {n: s for n, s in assigned.items() if s != owner(alive, _template_key(n, clusters))}
+
+    def wrong_owner(name: str, shard: str | None) -> bool:
+        return shard != owner(alive, _template_key(name, clusters), weights)
+
+    wrong = {n: s for n, s in assigned.items() if wrong_owner(n, s)}
     if len(assigned) != TEMPLATES or wrong:
         fleet.waiting = f"{len(assigned)} templates, {len(wrong)} not on their owner: {wrong}"
         return None
@@ -201,11 +208,23 @@ def _template_key(name: str, clusters: Clusters) -> str:
     return key
 
 
+async def leader_weights(fleet: Fleet, clusters: Clusters) -> dict[str, float]:
+    """The ring's weights as the leader's sharder has them: its own shard lighter."""
+
+    async def leading() -> Replica | None:
+        holder = await lease_holder(clusters.host, fleet.namespace)
+        return leader_of(fleet.alive().values(), holder)
+
+    leader = await eventually(leading, timeout=60, interval=0.25)
+    return {leader.name: LEADER_WEIGHT}
+
+
 async def held(fleet: Fleet, clusters: Clusters, timeout: float) -> dict[str, int]:
     """``held_by_their_shards``, waited for."""
+    weights = await leader_weights(fleet, clusters)
     try:
         # Not too often: each look scrapes every replica's /metrics, work on their event loops.
-        probe = partial(held_by_their_shards, fleet, clusters)
+        probe = partial(held_by_their_shards, fleet, clusters, weights)
         return await eventually(probe, timeout=timeout, interval=0.25)
     except AssertionError:
         raise AssertionError(f"not held within {timeout}s: {fleet.waiting}") from None

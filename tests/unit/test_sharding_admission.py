@@ -60,8 +60,8 @@ def _labels_after(response: AdmissionResponse, request: AdmissionRequest) -> dic
 
 
 @asynccontextmanager
-async def leading(fake: FakeClient, ring: Ring) -> AsyncIterator[Sharder]:
-    sharder = Sharder(Manager(client=fake), ring, namespace=NAMESPACE)
+async def leading(fake: FakeClient, ring: Ring, **options: Any) -> AsyncIterator[Sharder]:
+    sharder = Sharder(Manager(client=fake), ring, namespace=NAMESPACE, **options)
     async with anyio.create_task_group() as group:
         await group.start(sharder.run)
         try:
@@ -132,3 +132,22 @@ async def test_a_key_on_its_way_to_another_shard_is_left_to_the_sharder() -> Non
         request = _request(name)
         labels = _labels_after(await ShardAssigner(sharder).handle(request), request)
         assert labels == {}, "assigned now, the ConfigMap would be on s1 while s2 holds the Secret"
+
+
+async def test_the_leaders_own_shard_takes_its_weight_in_keys() -> None:
+    fake, ring = FakeClient(), _ring()
+    await fake.create(_lease("s1", ring))
+    await fake.create(_lease("s2", ring))
+    with pytest.raises(ValueError, match="leader_weight"):
+        Sharder(Manager(client=fake), ring, leader_shard="s1", leader_weight=1.5)
+    async with leading(fake, ring, leader_shard="s1", leader_weight=0.0) as sharder:
+
+        async def both_live() -> bool:
+            return sharder.live == ("s1", "s2")
+
+        await eventually(both_live)
+        assigner = ShardAssigner(sharder)
+        for name in ("a", "b", "c", "d"):
+            request = _request(name)
+            labels = _labels_after(await assigner.handle(request), request)
+            assert labels == {ring.shard_label: "s2"}, "weight 0: the leader's shard owns none"

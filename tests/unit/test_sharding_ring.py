@@ -33,6 +33,21 @@ def test_rendezvous_spreads_keys_evenly_and_a_new_shard_takes_only_its_own() -> 
     assert all(removed[key] == before[key] for key in KEYS if before[key] != "b")
 
 
+def test_a_weight_scales_a_shards_share_and_moves_only_its_own_keys() -> None:
+    shards = ["a", "b", "c"]
+    plain = {key: owner(shards, key) for key in KEYS}
+    assert {key: owner(shards, key, {"a": 1.0}) for key in KEYS} == plain, "weight 1 is none"
+    lighter = {key: owner(shards, key, {"a": 0.4}) for key in KEYS}
+    counts = Counter(lighter.values())
+    # Expected shares 0.4 / 2.4 and 1 / 2.4 of 3,000: 500 and 1,250.
+    assert 400 < counts["a"] < 600, counts
+    assert all(1100 < counts[shard] < 1400 for shard in "bc"), counts
+    moved = [key for key in KEYS if plain[key] != lighter[key]]
+    assert all(plain[key] == "a" for key in moved), "only the lighter shard gives keys away"
+    assert all(owner(shards, key, {"a": 0.0}) != "a" for key in KEYS)
+    assert owner(["a"], "ns/x", {"a": 0.0}) == "a", "alone, it owns everything still"
+
+
 def test_no_shard_owns_nothing() -> None:
     assert owner([], "ns/x") is None
 

@@ -448,8 +448,8 @@ class BindingController:
             return None
         if is_being_deleted(cluster):
             # The cluster controller is deleting its Works (Karmada deletes its execution
-            # namespace, which then refuses new ones): one written now would hold the Cluster's
-            # finalizer, and deleting it again would bring it back again.
+            # namespace, which then refuses new ones): each written again would be deleted
+            # again, and the Cluster's finalizer would wait for ever.
             log.info("target cluster is being deleted", cluster=name)
             return None
         return cluster

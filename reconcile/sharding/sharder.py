@@ -7,7 +7,8 @@ assignment is decided on (name, resourceVersion, shard and drain labels, key), i
 work queue holds keys: every object of a key (a template, its binding and their Works, say) moves
 together, as one group:
 
-- every object on the shard that owns the key (``ring.owner``) and none marked ``drain``: done;
+- every object on the shard that owns the key (``ring.owner``, the shard of the replica it runs
+  in weighed ``leader_weight``) and none marked ``drain``: done;
 - some object on another live shard: label those ``drain`` and wait until that shard released them
   (removed both labels) — no object of the key is assigned anywhere else meanwhile, so no key is
   reconciled by two shards at once;

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Final
 
+import structlog
+
 from reconcile.sharding.metrics import SharderMetrics
 from reconcile.sharding.sharder import Sharder
-from reconcile.store import deep_copy
+from reconcile.store import Obj
 from reconcile.webhook.admission import (
     CREATE,
     AdmissionRequest,
@@ -26,6 +28,8 @@ from reconcile.webhook.admission import (
 )
 
 __all__ = ["ASSIGN_PATH_PREFIX", "ShardAssigner"]
+
+log = structlog.get_logger("reconcile.sharding")
 
 ASSIGN_PATH_PREFIX: Final = "/assign-shard-"
 """``ShardAssigner.path``: this prefix and the ring's name."""
@@ -49,22 +53,31 @@ class ShardAssigner:
 
     async def handle(self, request: AdmissionRequest) -> AdmissionResponse:
         """Label a created object of the ring that has no shard yet; admit anything else as it
-        is."""
+        is, whatever it holds: a webhook that denies would block creates it only saves work on."""
         ring, obj = self.sharder.ring, request.object
         if request.operation != CREATE or obj is None or not ring.has(request.kind):
             return allowed()
-        metadata = obj.get("metadata") or {}
-        if not metadata.get("name") or ring.shard_label in (metadata.get("labels") or {}):
-            return allowed()  # generateName: the key is not known before the name is
-        named = deep_copy(obj)
-        if request.namespace:
-            # Not always in the object on create: the request's path carries it.
-            named.setdefault("metadata", {})["namespace"] = request.namespace
+        try:
+            labelled = self._labelled(request, obj)
+        except Exception as error:  # a malformed object, a key function that fails on it
+            log.info("shard left to first sight", kind=str(request.kind), error=repr(error))
+            return allowed()
+        return allowed() if labelled is None else patched(obj, labelled)
+
+    def _labelled(self, request: AdmissionRequest, obj: Obj) -> Obj | None:
+        """``obj`` with its shard label (shallow copies: the patch is computed from the two),
+        or None to leave it to the sharder."""
+        ring, metadata = self.sharder.ring, obj.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        if not metadata.get("name") or ring.shard_label in labels:
+            return None  # generateName: the key is not known before the name is
+        # The namespace is not always in the object on create: the request's path carries it.
+        named = {
+            **obj,
+            "metadata": {**metadata, "namespace": request.namespace or metadata.get("namespace")},
+        }
         shard = self.sharder.admission_shard(ring.kind(request.kind), named)
         if shard is None:
-            return allowed()
-        labelled = deep_copy(obj)
-        labels = labelled.setdefault("metadata", {}).get("labels") or {}
-        labelled["metadata"]["labels"] = {**labels, ring.shard_label: shard}
+            return None
         self._metrics.admitted.labels(ring.name, shard).inc()
-        return patched(obj, labelled)
+        return {**obj, "metadata": {**metadata, "labels": {**labels, ring.shard_label: shard}}}

@@ -224,7 +224,7 @@ class Sharder:
         key = kind.key(obj)
         if key is None or key in self._waiting:
             return None
-        desired = owner(live, key, self.weights)
+        desired = self._owner(live, key)
         group = self._group(key)
         if group is None:
             return None
@@ -233,6 +233,9 @@ class Sharder:
             if labels.get(self.ring.shard_label) != desired or self.ring.drain_label in labels:
                 return None
         return desired
+
+    def _owner(self, live: tuple[str, ...], key: str) -> str | None:
+        return owner(live, key, self.weights)
 
     def _not_own_write(self, gvk: GVK, event: Event) -> bool:
         """False for the event of a label patch of the sharder's own, unless its key was put off
@@ -283,7 +286,7 @@ class Sharder:
                     labels = _labels(obj)
                     current = labels.get(ring.shard_label)
                     if key is not None and (
-                        ring.drain_label in labels or current != owner(live, key, self.weights)
+                        ring.drain_label in labels or current != self._owner(live, key)
                     ):
                         unsettled.add(key)
         for key in unsettled:
@@ -308,7 +311,7 @@ class Sharder:
         if not group:
             self._drains.pop(key, None)
             return None
-        step = await self._settle(key, group, owner(live, key, self.weights), live)
+        step = await self._settle(key, group, self._owner(live, key), live)
         log.debug("key settled", key=key, step=step.name)
         if step is _Step.CHANGED:
             # Changed since (a status write, often): decide again on the version the cache is

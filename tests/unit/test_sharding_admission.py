@@ -14,7 +14,7 @@ import pytest
 from reconcile import GVK, Manager
 from reconcile.leaderelection import micro_time
 from reconcile.sharding import Ring, ShardAssigner, ShardedKind, Sharder, owner
-from reconcile.webhook import CREATE, UPDATE, AdmissionRequest, AdmissionResponse
+from reconcile.webhook import CREATE, UPDATE, AdmissionRequest, AdmissionResponse, Webhook
 from testenv import FakeClient, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -151,3 +151,28 @@ async def test_the_leaders_own_shard_takes_its_weight_in_keys() -> None:
             request = _request(name)
             labels = _labels_after(await assigner.handle(request), request)
             assert labels == {ring.shard_label: "s2"}, "weight 0: the leader's shard owns none"
+
+
+async def test_a_malformed_object_or_a_failing_key_is_admitted_unchanged_never_denied() -> None:
+    fake = FakeClient()
+
+    def exploding(obj: Any) -> str | None:
+        raise KeyError("a key function that fails on this object")
+
+    ring = Ring("r", kinds=(ShardedKind(CONFIGMAP, key=exploding),))
+    await fake.create(_lease("s1", ring))
+    async with leading(fake, ring) as sharder:
+
+        async def live() -> bool:
+            return sharder.live == ("s1",)
+
+        await eventually(live)
+        webhook = Webhook(ShardAssigner(sharder))
+        for metadata in ({"name": "a"}, "not an object", {"name": "b", "labels": ["x"]}):
+            obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+            request = AdmissionRequest(
+                uid="u", kind=CONFIGMAP, operation=CREATE, namespace=NAMESPACE, object=obj
+            )
+            response = await webhook.review(request)
+            assert response.allowed, response
+            assert not response.patch, "admitted as it is: the sharder assigns it on first sight"

@@ -133,8 +133,8 @@ class ManagerOptions:
     """Where metrics are registered. Defaults to a registry of the manager's own."""
     webhook_server: WebhookServer | None = field(default=None, compare=False)
     """The server webhooks are registered on (controller-runtime's ``Options.WebhookServer``).
-    Defaults to None: ``WebhookServer()`` (port 9443, controller-runtime's cert dir), made when
-    first asked for; it runs only if something asked for it."""
+    Defaults to None: ``WebhookServer()`` (port 9443, controller-runtime's cert dir). Either runs
+    only once ``Manager.webhook_server`` was asked for (a webhook registered)."""
 
 
 @dataclass
@@ -205,9 +205,9 @@ class Manager:
         self._metrics = self._metrics_server()  # bad metrics options fail here, not at start
         self.probe_port: int | None = None
         self.elected = anyio.Event()
+        # Runs only once asked for, as controller-runtime's GetWebhookServer adds its server to
+        # the runnables on first call: a manager given one but no webhooks listens nowhere.
         self._webhook_server: WebhookServer | None = None
-        if self.options.webhook_server is not None:
-            self._use_webhook_server(self.options.webhook_server)
 
     @classmethod
     async def from_kubeconfig(
@@ -357,8 +357,9 @@ class Manager:
 
     @property
     def webhook_server(self) -> WebhookServer:
-        """The webhook server, made on first use; it starts with the manager, before the caches,
-        and adds the readyz check ``webhook`` (passing once it listens).
+        """The webhook server (the options' or a default one); from the first call on it starts
+        with the manager, before the caches, and adds the readyz check ``webhook`` (passing once
+        it listens).
 
         Raises:
             RuntimeError: first asked for after start (it would never run).
@@ -366,7 +367,7 @@ class Manager:
         if self._webhook_server is None:
             if self._others is not None:
                 raise RuntimeError("the webhook server must be set up before the manager starts")
-            self._use_webhook_server(WebhookServer())
+            self._use_webhook_server(self.options.webhook_server or WebhookServer())
         assert self._webhook_server is not None
         return self._webhook_server
 

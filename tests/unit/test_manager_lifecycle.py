@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -34,6 +35,8 @@ from reconcile import (
     micro_time,
 )
 from reconcile.reflector import WATCH_LIST_ENV
+from reconcile.servingcert import CertificateError
+from reconcile.webhook import WebhookServer
 from testenv import FakeClient, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -325,3 +328,21 @@ async def test_cache_only_reconciles_leave_lease_renewals_and_healthz_on_time() 
     # Renewed every retry_period (0.2 s): no gap near the 1.5 s renew deadline.
     assert gaps, "renewals were observed"
     assert max(gaps) < 0.6, f"renewals {max(gaps):.2f} s apart"
+
+
+async def test_a_webhook_server_of_the_options_runs_only_once_asked_for(tmp_path: Path) -> None:
+    # Its directory holds no certificate, so the server cannot start: a manager that starts shows
+    # it was not run (controller-runtime's GetWebhookServer adds its server on the first call).
+    server = WebhookServer(port=0, cert_dir=tmp_path)
+    unasked = Manager(client=FakeClient(), options=replace(OPTIONS, webhook_server=server))
+    with anyio.fail_after(10):
+        async with _started(unasked):
+            pass
+    assert server.certificate is None
+
+    asked = Manager(client=FakeClient(), options=replace(OPTIONS, webhook_server=server))
+    assert asked.webhook_server is server
+    with pytest.raises(BaseExceptionGroup) as failed, anyio.fail_after(10):
+        async with _started(asked):
+            pass
+    assert failed.group_contains(CertificateError, depth=None)

@@ -329,7 +329,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--templates", type=int, default=10_000)
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument(
-        "--replicas", type=int, nargs="*", default=[1, 2, 3], help="replica counts (none: --kill only)"
+        "--replicas", type=int, nargs="*", default=[1, 2, 3], help="replica counts (none: --kill)"
     )
     parser.add_argument(
         "--kill", type=int, default=3, help="then a run of N replicas, one SIGKILLed (0: none)"

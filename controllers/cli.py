@@ -31,7 +31,7 @@ from reconcile import (
     configure_logging,
 )
 from reconcile.manager import DEFAULT_METRICS_BIND_ADDRESS
-from reconcile.webhook import DEFAULT_CERT_DIR
+from reconcile.webhook import DEFAULT_CERT_DIR, DEFAULT_WEBHOOK_PORT, WebhookServer
 from testenv.cli import add_testenv_parser
 
 if TYPE_CHECKING:
@@ -87,9 +87,38 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
     )
     _add_failover_flags(parser)
     _add_sharding_flags(parser)
+    _add_webhook_server_flags(parser)
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=_controller_manager)
+
+
+def _add_webhook_server_flags(parser: argparse.ArgumentParser) -> None:
+    # The server controller-runtime's manager makes; the cert flags are kubebuilder's names.
+    parser.add_argument(
+        "--webhook-port",
+        type=int,
+        default=DEFAULT_WEBHOOK_PORT,
+        help="where webhooks are served, if any (--shard-assignment-webhook, the webhook "
+        f"controller; default {DEFAULT_WEBHOOK_PORT})",
+    )
+    parser.add_argument(
+        "--webhook-cert-path",
+        default=DEFAULT_CERT_DIR,
+        help=f"directory with the webhook certificate and key (default {DEFAULT_CERT_DIR})",
+    )
+    parser.add_argument("--webhook-cert-name", default=DEFAULT_CERT_NAME)
+    parser.add_argument("--webhook-cert-key", default=DEFAULT_KEY_NAME)
+
+
+def _webhook_server(args: argparse.Namespace) -> WebhookServer:
+    """The manager's webhook server; it runs only if a webhook is registered on it."""
+    return WebhookServer(
+        port=args.webhook_port,
+        cert_dir=args.webhook_cert_path,
+        cert_name=args.webhook_cert_name,
+        key_name=args.webhook_cert_key,
+    )
 
 
 def _add_sharding_flags(parser: argparse.ArgumentParser) -> None:
@@ -108,8 +137,9 @@ def _add_sharding_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shard-assignment-webhook",
         action="store_true",
-        help="with --shards=auto: serve /assign-shard-karmada on the webhook server (port 9443), "
-        "where the leader labels new templates with their shard as they are created "
+        help="with --shards=auto: serve /assign-shard-karmada on the webhook server "
+        "(--webhook-port), where the leader labels new templates with their shard as they are "
+        "created "
         "(deploy/controller-manager/optional/shard-assignment-webhook.yaml)",
     )
 
@@ -310,6 +340,7 @@ def _controller_manager(args: argparse.Namespace) -> int:
         retry_period=args.leader_elect_retry_period,
         # This process exits right after the stop, so handing the Lease over is safe.
         leader_election_release_on_cancel=True,
+        webhook_server=_webhook_server(args),
     )
     try:
         cluster_health, failover = _failover(args)

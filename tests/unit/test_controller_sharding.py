@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from controllers import cli
@@ -14,6 +16,7 @@ from controllers.binding import binding_name
 from controllers.controllermanager import build
 from controllers.sharding import ShardingOptions, binding_key, template_key, work_key
 from reconcile import Manager
+from reconcile.webhook import DEFAULT_CERT_DIR, DEFAULT_WEBHOOK_PORT
 from testenv import FakeClient
 
 
@@ -108,3 +111,12 @@ def test_the_assignment_webhook_without_shards_is_refused(
     flags = ["controller-manager", "--kubeconfig=/nonexistent", "--leader-elect"]
     assert cli.main([*flags, "--shard-assignment-webhook"]) == 2
     assert "needs --shards=auto" in capsys.readouterr().err
+
+
+def test_the_webhook_server_flags_make_the_managers_server(tmp_path: Path) -> None:
+    flags = ["controller-manager", "--webhook-port=10443", f"--webhook-cert-path={tmp_path}"]
+    server = cli._webhook_server(cli._parser().parse_args([*flags, "--webhook-cert-name=a.pem"]))
+    assert (server.port, server.cert_dir) == (10443, str(tmp_path))
+    assert (server.cert_name, server.key_name) == ("a.pem", "tls.key")
+    default = cli._webhook_server(cli._parser().parse_args(["controller-manager"]))
+    assert (default.port, default.cert_dir) == (DEFAULT_WEBHOOK_PORT, DEFAULT_CERT_DIR)

@@ -14,6 +14,11 @@ TEMPLATES Deployments propagate 2:1 over both members. Then:
   by the survivors' caches within the lease duration + 5 s, and converge after a change;
 - a replica added: keys move to it, drained first (no key reconciled by two replicas at
   overlapping times, over the whole test, from the records), and everything converges again.
+
+Then, with deploy/'s shard assignment webhook installed and called on the leader (two replicas,
+``--shard-assignment-webhook``): every template's create answers with the shard label of its
+owner, so none waits for the sharder's patch, the leader's /metrics count them, and they
+propagate.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import secrets
 import signal
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -35,8 +40,15 @@ from controllers.cluster import clusters_ready
 from controllers.sharding import LEADER_WEIGHT, RING, template_key
 from reconcile import EVENT_GVK, SharedInformer
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
-from testenv import Environment, eventually
+from testenv import (
+    Environment,
+    WebhookInstallOptions,
+    WebhookServing,
+    eventually,
+    load_manifests,
+)
 from testenv.ports import free_port
+from testenv.webhooks import MUTATING
 from tests.builders import scaled as timing
 from tests.e2e.conftest import join_members, own_control_plane
 from tests.e2e.convergence import (
@@ -73,6 +85,14 @@ REASSIGN_BOUND = TIMINGS.lease + timing(5.0)
 the default scale 2 (lease 4 s) on this 2-core machine, the host apiserver's CPU the bottleneck:
 about 5 ms per label patch of a Work, ~400 patches (docs/operations.md)."""
 CONVERGE_TIMEOUT = 240.0
+ADMITTED = 40
+ASSIGNMENT_WEBHOOK = (
+    Path(__file__).parents[2]
+    / "deploy"
+    / "controller-manager"
+    / "optional"
+    / "shard-assignment-webhook.yaml"
+)
 LABELS = {"e2e.reconcile.io/sharding": "true"}
 POLICY = "sharded"
 SHARD_LABEL = SHARD_PREFIX + RING
@@ -99,9 +119,9 @@ class Fleet:
     ports: dict[str, int] = field(default_factory=dict)
     waiting: str = ""
 
-    async def add(self, name: str) -> Replica:
+    async def add(self, name: str, *extra: str) -> Replica:
         port = free_port()
-        flags = sharded_flags(name, port)
+        flags = [*sharded_flags(name, port), *extra]
         started = replica(
             self.env,
             name,
@@ -117,19 +137,23 @@ class Fleet:
     def alive(self) -> dict[str, Replica]:
         return {n: r for n, r in self.replicas.items() if r.process.returncode is None}
 
-    async def cached_templates(self, name: str) -> float | None:
-        """The Deployments the replica's cache holds, from its /metrics (None: not served)."""
+    async def sample(self, name: str, metric: str) -> float | None:
+        """The sample ``metric`` (name and labels, as exposed) on the replica's /metrics (None:
+        not served, or no such sample)."""
         url = f"http://127.0.0.1:{self.ports[name]}/metrics"
         try:
             async with aiohttp.ClientSession() as session, session.get(url) as answer:
                 text = await answer.text()
         except aiohttp.ClientError:
             return None
-        wanted = f'{SHARD_OBJECTS}{{kind="Deployment",ring="{RING}"}}'
         for line in text.splitlines():
-            if line.startswith(wanted):
+            if line.startswith(metric + " "):
                 return float(line.split()[-1])
         return None
+
+    async def cached_templates(self, name: str) -> float | None:
+        """The Deployments the replica's cache holds, from its /metrics (None: not served)."""
+        return await self.sample(name, f'{SHARD_OBJECTS}{{kind="Deployment",ring="{RING}"}}')
 
     def spans(self) -> list[Span]:
         return [
@@ -177,7 +201,7 @@ def assignments(fleet: Fleet) -> dict[str, str | None]:
 
 
 async def held_by_their_shards(
-    fleet: Fleet, clusters: Clusters, weights: dict[str, float]
+    fleet: Fleet, clusters: Clusters, weights: dict[str, float], count: int = TEMPLATES
 ) -> dict[str, int] | None:
     """Shard -> templates, once every template is on the live shard that owns its key (as the
     ring is ``weights``-ed) and each live replica's cache holds exactly its own (None until then;
@@ -189,7 +213,7 @@ async def held_by_their_shards(
         return shard != owner(alive, _template_key(name, clusters), weights)
 
     wrong = {n: s for n, s in assigned.items() if wrong_owner(n, s)}
-    if len(assigned) != TEMPLATES or wrong:
+    if len(assigned) != count or wrong:
         fleet.waiting = f"{len(assigned)} templates, {len(wrong)} not on their owner: {wrong}"
         return None
     counts = {name: sum(1 for s in assigned.values() if s == name) for name in alive}
@@ -219,36 +243,57 @@ async def leader_weights(fleet: Fleet, clusters: Clusters) -> dict[str, float]:
     return {leader.name: LEADER_WEIGHT}
 
 
-async def held(fleet: Fleet, clusters: Clusters, timeout: float) -> dict[str, int]:
+async def held(
+    fleet: Fleet, clusters: Clusters, timeout: float, count: int = TEMPLATES
+) -> dict[str, int]:
     """``held_by_their_shards``, waited for."""
     weights = await leader_weights(fleet, clusters)
     try:
         # Not too often: each look scrapes every replica's /metrics, work on their event loops.
-        probe = partial(held_by_their_shards, fleet, clusters, weights)
+        probe = partial(held_by_their_shards, fleet, clusters, weights, count)
         return await eventually(probe, timeout=timeout, interval=0.25)
     except AssertionError:
         raise AssertionError(f"not held within {timeout}s: {fleet.waiting}") from None
 
 
-async def test_three_replicas_share_the_templates_and_hand_them_over(
-    sharded_env: Environment, tmp_path: Path
-) -> None:
+@asynccontextmanager
+async def fleet_of(env: Environment, directory: Path) -> AsyncIterator[tuple[Fleet, Clusters]]:
+    """A fleet of no replica yet on a namespace of its own, its templates watched; the
+    replicas' logs printed if the test fails."""
     namespace = f"shard-{secrets.token_hex(3)}"
-    await sharded_env.host.create_namespace(namespace)
-    async with AsyncExitStack() as stack, clusters_of(sharded_env, namespace) as clusters:
+    await env.host.create_namespace(namespace)
+    async with AsyncExitStack() as stack, clusters_of(env, namespace) as clusters:
         lister = clusters.host.lister_watcher(DEPLOYMENT, namespace=namespace, metadata_only=True)
         templates = SharedInformer(lister, name="templates")
-        fleet = Fleet(sharded_env, tmp_path, namespace, stack, templates)
+        fleet = Fleet(env, directory, namespace, stack, templates)
         async with anyio.create_task_group() as group:
             group.start_soon(templates.run)
             try:
                 await templates.wait_for_sync()
-                await _shard_and_hand_over(fleet, clusters)
+                yield fleet, clusters
             except BaseException:
                 fleet.print_logs()
                 raise
             finally:
                 group.cancel_scope.cancel()
+
+
+async def stop_and_purge(fleet: Fleet, clusters: Clusters) -> None:
+    """SIGTERM every live replica, each must exit 0; then remove what the templates made."""
+    # Stopped first, as purge requires: running controllers re-create what it deletes.
+    for one in fleet.alive().values():
+        one.process.send_signal(signal.SIGTERM)
+    for one in fleet.replicas.values():
+        if one.killed_at is None:
+            assert await one.exit_status(60) == 0, one.tail()
+    await clusters.purge(POLICY, CONVERGE_TIMEOUT)
+
+
+async def test_three_replicas_share_the_templates_and_hand_them_over(
+    sharded_env: Environment, tmp_path: Path
+) -> None:
+    async with fleet_of(sharded_env, tmp_path) as (fleet, clusters):
+        await _shard_and_hand_over(fleet, clusters)
 
 
 async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
@@ -293,14 +338,7 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     assert all(now[n] == "r3" for n in moved), "keys moved only to the new replica"
     await _scale_and_converge(clusters, set(names[:60]), names)
     assert overlaps(fleet.spans()) == [], "a key was reconciled by two replicas at once"
-
-    # Stopped first, as purge requires: running controllers re-create what it deletes.
-    for one in fleet.alive().values():
-        one.process.send_signal(signal.SIGTERM)
-    for one in fleet.replicas.values():
-        if one.killed_at is None:
-            assert await one.exit_status(60) == 0, one.tail()
-    await clusters.purge(POLICY, CONVERGE_TIMEOUT)
+    await stop_and_purge(fleet, clusters)
 
 
 async def _events_written(clusters: Clusters) -> float:
@@ -335,3 +373,63 @@ async def _scale_and_converge(clusters: Clusters, doubled: set[str], names: list
     )
     took = await converge(clusters, set(names), CONVERGE_TIMEOUT, scaled(doubled), interval=1.0)
     print(f"converged {took:.1f}s after scaling {len(doubled)} templates")
+
+
+async def test_the_leaders_webhook_labels_templates_as_they_are_created(
+    sharded_env: Environment, tmp_path: Path
+) -> None:
+    configuration = next(
+        obj for obj in load_manifests([ASSIGNMENT_WEBHOOK]) if obj["kind"] == MUTATING
+    )
+    installed = WebhookInstallOptions(mutating_webhooks=[configuration])
+    serving = await installed.install([sharded_env.host])
+    try:
+        async with fleet_of(sharded_env, tmp_path) as (fleet, clusters):
+            await _assigned_at_admission(fleet, clusters, serving)
+    finally:
+        await installed.uninstall()
+
+
+async def _assigned_at_admission(fleet: Fleet, clusters: Clusters, serving: WebhookServing) -> None:
+    host, ns = clusters.host, clusters.namespace
+    # What deploy/'s manifest says to add; r0 alone first, so that it leads and is called.
+    webhook = [
+        "--shard-assignment-webhook",
+        f"--webhook-port={serving.port}",
+        f"--webhook-cert-path={serving.cert_dir}",
+    ]
+    await fleet.add("r0", *webhook)
+    assert (await leader_weights(fleet, clusters)).keys() == {"r0"}
+    await fleet.add("r1")
+    live = f'sharding_live_shards{{ring="{RING}"}}'
+    await eventually(partial(_sample_is, fleet, "r0", live, 2.0), timeout=60, interval=0.25)
+    await eventually(lambda: clusters_ready(host, MEMBERS), timeout=120)
+    await host.create(label_policy(POLICY, ns, LABELS, MEMBERS))
+
+    names = [f"admitted-{i:02d}" for i in range(ADMITTED)]
+    created: dict[str, str | None] = {}
+
+    async def create(name: str) -> None:
+        answer = await host.create(labelled_template(name, ns, LABELS))
+        created[name] = (answer["metadata"].get("labels") or {}).get(SHARD_LABEL)
+
+    await bounded(partial(create, name) for name in names)
+    # The create's own answer: a label the sharder patched on afterwards cannot be in it.
+    weights = {"r0": LEADER_WEIGHT}
+    wanted = {n: owner(["r0", "r1"], _template_key(n, clusters), weights) for n in names}
+    assert created == wanted, "every template labelled with its owner as it was created"
+    admitted = 0.0
+    for shard in ("r0", "r1"):
+        metric = f'sharding_admission_assignments_total{{ring="{RING}",shard="{shard}"}}'
+        admitted += await fleet.sample("r0", metric) or 0.0
+    assert admitted == ADMITTED, f"the leader counted {admitted} assignments at admission"
+
+    await converge(clusters, set(names), CONVERGE_TIMEOUT, interval=1.0)
+    counts = await held(fleet, clusters, 60, count=ADMITTED)
+    assert all(counts[name] > 0 for name in ("r0", "r1")), counts
+    assert overlaps(fleet.spans()) == [], "a key was reconciled by two replicas at once"
+    await stop_and_purge(fleet, clusters)
+
+
+async def _sample_is(fleet: Fleet, name: str, metric: str, value: float) -> bool:
+    return await fleet.sample(name, metric) == value

@@ -9,10 +9,12 @@ reconcile its shard guard lets through: ring key, begin, end). A first Deploymen
 then ``--templates`` Deployments are created by ``--concurrency`` writers and waited for until
 every binding is FullyApplied and every template aggregated (wall: first create to the last).
 
-Per replica, after the bulk: RSS (VmRSS) warm and after, the cache part (after - warm), peak
-(VmHWM), and the templates its cache holds (its ``sharding_shard_objects`` on /metrics); the
-leader also runs the sharder, whose metadata cache holds every object of the ring. The cache part
-is compared with N = 1's against the goal of #14 (≤ 1.2/N of it).
+The leader's shard takes ``--leader-weight`` of a share (the replicas' ``--shard-leader-weight``;
+default ``controllers.sharding.LEADER_WEIGHT``). Per replica, after the bulk: RSS (VmRSS) warm
+and after, the cache part (after - warm), peak (VmHWM), and the templates its cache holds (its
+``sharding_shard_objects`` on /metrics); the leader also runs the sharder, whose metadata cache
+holds every object of the ring. The cache part is compared with N = 1's against the goal of #14
+(≤ 1.2/N of it).
 
 Then, with N = ``--kill`` (default 3; 0: none), one more run in which, once half of the
 templates are created, one replica that does not lead is SIGKILLed; failover is the time from the
@@ -126,13 +128,15 @@ class _Fleet:
     timings: Timings
     stack: AsyncExitStack
     labels: SharedInformer
+    leader_weight: float = LEADER_WEIGHT
     replicas: dict[str, Replica] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     warm: dict[str, float] = field(default_factory=dict)
 
     async def add(self, name: str) -> None:
         port = free_port()
-        flags = [*sharded_flags(name, port), "--log-level=WARNING"]
+        weight = f"--shard-leader-weight={self.leader_weight}"
+        flags = [*sharded_flags(name, port), weight, "--log-level=WARNING"]
         started = replica(
             self.env,
             name,
@@ -200,7 +204,7 @@ async def _kill_when_half_created(
     say(f"  SIGKILLed {victim.name} holding {len(held)} templates")
 
     survivors = [name for name in fleet.replicas if name != victim.name]
-    weights = {leader.name: LEADER_WEIGHT} if leader is not None else {}
+    weights = {leader.name: fleet.leader_weight} if leader is not None else {}
 
     def handed_over() -> bool:
         assigned = fleet.assigned()
@@ -266,7 +270,8 @@ async def _run(args: argparse.Namespace, count: int, *, kill: bool = False) -> R
         # Kept: the replicas' logs and records are where a slow or failed run says why.
         directory = Path(tempfile.mkdtemp(prefix="bench-sharded-"))
         say(f"{count} replica(s): logs and records in {directory}")
-        fleet = _Fleet(env, directory, timings, stack, SharedInformer(lister, name="labels"))
+        labels = SharedInformer(lister, name="labels")
+        fleet = _Fleet(env, directory, timings, stack, labels, args.leader_weight)
         async with anyio.create_task_group() as group:
             host, members = await watch_clusters(group, host_client, member_clients)
             group.start_soon(fleet.labels.run)
@@ -336,6 +341,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--concurrency", type=int, default=20, help="parallel creators")
     parser.add_argument("--lease", type=float, default=4.0, help="shard Lease duration, seconds")
+    parser.add_argument(
+        "--leader-weight",
+        type=float,
+        default=LEADER_WEIGHT,
+        help=f"the replicas' --shard-leader-weight (default {LEADER_WEIGHT})",
+    )
     return parser.parse_args(argv)
 
 
@@ -352,6 +363,7 @@ def main() -> None:
             runs.append(await _run(args, args.kill, kill=True))
 
     anyio.run(run_all)
+    say(f"leader weight {args.leader_weight}")
     _report(runs)
     if any(run.overlaps or run.missing for run in runs):
         sys.exit(1)

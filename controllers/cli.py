@@ -4,6 +4,7 @@ demo and the operator commands (taint, cordon, uncordon, unjoin, get)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import socket
 import sys
@@ -135,6 +136,13 @@ def _add_sharding_flags(parser: argparse.ArgumentParser) -> None:
         help="this replica's shard (default: $POD_NAME, else the host name)",
     )
     parser.add_argument(
+        "--shard-leader-weight",
+        type=float,
+        help="the leader's shard's share of the templates against 1 for each other replica, "
+        "from 0 to 1: it also runs the sharder (default: controllers.sharding.LEADER_WEIGHT; "
+        "docs/operations.md)",
+    )
+    parser.add_argument(
         "--shard-assignment-webhook",
         action="store_true",
         help="with --shards=auto: serve /assign-shard-karmada on the webhook server "
@@ -150,10 +158,12 @@ def _sharding(args: argparse.Namespace) -> ShardingOptions | None:
     if args.shards == "none":
         if args.shard_assignment_webhook:
             raise ValueError("--shard-assignment-webhook needs --shards=auto")
+        if args.shard_leader_weight is not None:
+            raise ValueError("--shard-leader-weight needs --shards=auto")
         return None
     if not args.leader_elect:
         raise ValueError("--shards=auto needs --leader-elect: the leader assigns the shards")
-    return ShardingOptions(
+    options = ShardingOptions(
         name=args.shard_name,
         namespace=args.leader_elect_resource_namespace,
         lease_duration=args.leader_elect_lease_duration,
@@ -161,6 +171,9 @@ def _sharding(args: argparse.Namespace) -> ShardingOptions | None:
         retry_period=args.leader_elect_retry_period,
         admission=args.shard_assignment_webhook,
     )
+    if args.shard_leader_weight is not None:
+        options = dataclasses.replace(options, leader_weight=args.shard_leader_weight)
+    return options
 
 
 def _bool(text: str) -> bool:

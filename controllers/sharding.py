@@ -113,11 +113,18 @@ class ShardingOptions:
     admission: bool = False
     """Serve the shard assignment webhook (``--shard-assignment-webhook``) on the manager's
     webhook server: the leader labels new templates with their shard as they are created."""
+    leader_weight: float = LEADER_WEIGHT
+    """This replica's shard's share of the keys while it leads, against 1 for each other
+    (``--shard-leader-weight``)."""
 
     def __post_init__(self) -> None:
         # At the flag, before any connection: a bad name would otherwise fail only as a Lease
         # the apiserver refuses, again and again.
         check_shard_name(self.name)
+        if not 0.0 <= self.leader_weight <= 1.0:
+            raise ValueError(
+                f"--shard-leader-weight must be within [0, 1], got {self.leader_weight}"
+            )
 
 
 def _key(namespace: str, name: str) -> str:
@@ -188,16 +195,16 @@ class Sharding:
             retry_period=options.retry_period,
         )
         manager.add(self.shard)
-        sharder = Sharder(
+        self.sharder = Sharder(
             manager,
             self.ring,
             namespace=options.namespace,
             leader_shard=options.name,
-            leader_weight=LEADER_WEIGHT,
+            leader_weight=options.leader_weight,
         )
-        manager.add(sharder)
+        manager.add(self.sharder)
         if options.admission:
-            assigner = ShardAssigner(sharder)
+            assigner = ShardAssigner(self.sharder)
             manager.webhook_server.register(assigner.path, assigner)
 
     def add_template_kind(self, gvk: GVK) -> None:

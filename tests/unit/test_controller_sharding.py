@@ -14,7 +14,13 @@ from controllers.api import (
 )
 from controllers.binding import binding_name
 from controllers.controllermanager import build
-from controllers.sharding import ShardingOptions, binding_key, template_key, work_key
+from controllers.sharding import (
+    LEADER_WEIGHT,
+    ShardingOptions,
+    binding_key,
+    template_key,
+    work_key,
+)
 from reconcile import Manager
 from reconcile.webhook import DEFAULT_CERT_DIR, DEFAULT_WEBHOOK_PORT
 from testenv import FakeClient
@@ -120,3 +126,30 @@ def test_the_webhook_server_flags_make_the_managers_server(tmp_path: Path) -> No
     assert (server.cert_name, server.key_name) == ("a.pem", "tls.key")
     default = cli._webhook_server(cli._parser().parse_args(["controller-manager"]))
     assert (default.port, default.cert_dir) == (DEFAULT_WEBHOOK_PORT, DEFAULT_CERT_DIR)
+
+
+@pytest.mark.parametrize("weight", ["1.5", "-0.1", "nan"])
+def test_a_leader_weight_outside_0_and_1_is_refused_at_the_flag(
+    weight: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["controller-manager", "--kubeconfig=/nonexistent", "--leader-elect"]
+    assert cli.main([*flags, "--shards=auto", f"--shard-leader-weight={weight}"]) == 2
+    assert "--shard-leader-weight must be within [0, 1]" in capsys.readouterr().err
+
+
+def test_the_leader_weight_without_shards_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["controller-manager", "--kubeconfig=/nonexistent", "--leader-elect"]
+    assert cli.main([*flags, "--shard-leader-weight=0.5"]) == 2
+    assert "needs --shards=auto" in capsys.readouterr().err
+
+
+def test_the_leader_weight_flag_reaches_the_sharder() -> None:
+    flags = ["controller-manager", "--leader-elect", "--shards=auto", "--shard-name=r0"]
+    default = cli._sharding(cli._parser().parse_args(flags))
+    assert default is not None
+    assert default.leader_weight == LEADER_WEIGHT
+    options = cli._sharding(cli._parser().parse_args([*flags, "--shard-leader-weight=0.7"]))
+    assert options is not None
+    sharding = build(Manager(client=FakeClient()), sharding=options).sharding
+    assert sharding is not None
+    assert sharding.sharder.weights == {"r0": 0.7}

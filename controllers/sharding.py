@@ -70,11 +70,12 @@ labelled first, then its binding, then its template, so the replica taking it ov
 reconciles a binding without its Works (its aggregated status would drop a member until they
 arrived) or a template without its binding (the detector would try to create it again)."""
 NAMESPACE: Final = GVK("", "v1", "Namespace")
-LEADER_WEIGHT: Final = 0.4
-"""The leader's shard's share of the keys, against 1 for each other replica. Its sharder keeps a
-slim view of every object of the ring, about a third of what a shard keeps per object it owns
-(bench.sharding: 10 MiB for 10,000 objects against 31 MiB for a whole shard of them): at 0.4 the
-leader's cache stays within 1.2/N of one replica's at N = 2 and 3 (docs/benchmarks.md)."""
+LEADER_WEIGHT: Final = 0.85
+"""The leader's shard's share of the keys, against 1 for each other replica (``--shard-leader-
+weight``). Its sharder keeps a slim view of every object of the ring, about 1 KB per object; a
+template costs the replica that owns it 16-17 KB (template, binding, Works). Measured by
+bench.shardedpropagation at 10,000 templates and N = 2: at 0.85 the leader's and the other's
+cache parts were 154 and 156 MiB; at 0.4, 116 and 180 (docs/benchmarks.md)."""
 
 PERMISSIONS: Final = Permissions(
     rules=(

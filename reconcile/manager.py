@@ -51,7 +51,7 @@ from reconcile.controller import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
 from reconcile.events import EventBroadcaster, EventRecorder
 from reconcile.grace import GracePeriod, current_grace
 from reconcile.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
-from reconcile.metrics import register_cache_scans
+from reconcile.metrics import register_cache_metrics
 from reconcile.metricsauth import FilterProvider, with_authentication_and_authorization
 from reconcile.server import Check, HTTPServer, is_loopback, parse_bind_address
 from reconcile.servingcert import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
@@ -196,7 +196,7 @@ class Manager:
             ["name"],
             registry=self.registry,
         )
-        register_cache_scans(
+        register_cache_metrics(
             self.registry, lambda: [(n, c.cache) for n, c in list(self.clusters.items())]
         )
         self.metrics_port: int | None = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -35,11 +35,12 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 __all__ = [
     "CACHE_LIST_SCANS",
+    "CACHE_OBJECTS",
     "DURATION_BUCKETS",
     "RECONCILE_TIME_BUCKETS",
     "ControllerMetrics",
     "ControllerRecorder",
-    "register_cache_scans",
+    "register_cache_metrics",
     "NoopQueueMetrics",
     "QueueMetrics",
     "WorkQueueMetrics",
@@ -406,36 +407,53 @@ class ControllerRecorder:
 CACHE_LIST_SCANS: Final = "reconcile_cache_list_scans"
 """Counter family (``_total``, labels ``cluster`` and ``kind``): cached lists with a selector
 that no index could serve, each of which examined every object of its kind or namespace."""
+CACHE_OBJECTS: Final = "reconcile_cache_objects"
+"""Gauge family (labels ``cluster`` and ``kind``): the objects a cache's informers hold, summed
+over the informers of a kind (a label-scoped cache counts only what its selectors let in)."""
 
 
-class _CacheScans(Protocol):
+class _CacheStats(Protocol):
     scans: dict[Any, int]
 
+    def informers(self) -> Mapping[Any, Any]: ...
 
-class _CacheScanCollector(Collector):
-    def __init__(self, caches: Callable[[], Iterable[tuple[str, _CacheScans]]]) -> None:
+
+class _CacheCollector(Collector):
+    def __init__(self, caches: Callable[[], Iterable[tuple[str, _CacheStats]]]) -> None:
         self._caches = caches
 
     def describe(self) -> Iterable[Metric]:
-        return [self._family()]
+        return list(self._families())
 
     def collect(self) -> Iterable[Metric]:
-        family = self._family()
+        scans, objects = self._families()
         for cluster, cache in list(self._caches()):
             for gvk, count in list(cache.scans.items()):
-                family.add_metric([cluster, str(gvk.kind)], count)
-        return [family]
+                scans.add_metric([cluster, str(gvk.kind)], count)
+            held: dict[str, int] = {}
+            for scope, informer in list(cache.informers().items()):
+                kind = str(scope.gvk.kind)
+                held[kind] = held.get(kind, 0) + len(informer.indexer)
+            for kind, count in sorted(held.items()):
+                objects.add_metric([cluster, kind], count)
+        return [scans, objects]
 
-    def _family(self) -> CounterMetricFamily:
-        return CounterMetricFamily(
-            CACHE_LIST_SCANS,
-            "Cached lists with a label or field selector no index could serve.",
-            labels=["cluster", "kind"],
+    def _families(self) -> tuple[CounterMetricFamily, GaugeMetricFamily]:
+        return (
+            CounterMetricFamily(
+                CACHE_LIST_SCANS,
+                "Cached lists with a label or field selector no index could serve.",
+                labels=["cluster", "kind"],
+            ),
+            GaugeMetricFamily(
+                CACHE_OBJECTS, "Objects held by a cache's informers.", labels=["cluster", "kind"]
+            ),
         )
 
 
-def register_cache_scans(
-    registry: CollectorRegistry, caches: Callable[[], Iterable[tuple[str, _CacheScans]]]
+def register_cache_metrics(
+    registry: CollectorRegistry, caches: Callable[[], Iterable[tuple[str, _CacheStats]]]
 ) -> None:
-    """Export ``CACHE_LIST_SCANS`` for the caches ``caches()`` names (read at every scrape)."""
-    registry.register(_CacheScanCollector(caches))
+    """Export ``CACHE_LIST_SCANS`` and ``CACHE_OBJECTS`` for the caches ``caches()`` names (read
+    at every scrape)."""
+    registry.register(_CacheCollector(caches))

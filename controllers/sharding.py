@@ -15,7 +15,10 @@ interpreter's customizations are not sharded: every replica caches all of them.
 Differences from what the sharding issue sketched, and why: execution and Work status follow the
 template's key, not the member cluster, so a template's chain never spans two replicas (a binding
 controller sharded by template and an execution controller sharded by cluster would each need the
-other's Works); every replica connects to every member. The dependencies distributor is not run
+other's Works); every replica connects to every member, but holds only its part of each: the
+execution controller labels the member objects of its Works with its shard (``member_labels``)
+and its member informers select that label, so a moved key's member objects join the new
+owner's cache when its first apply relabels them. The dependencies distributor is not run
 sharded: an attached binding is keyed by its dependency, on another replica than the parent that
 needs it.
 """
@@ -207,6 +210,13 @@ class Sharding:
         if options.admission:
             assigner = ShardAssigner(self.sharder)
             manager.webhook_server.register(assigner.path, assigner)
+
+    @property
+    def member_labels(self) -> dict[str, str]:
+        """The label the execution controller puts on the member objects of this replica's
+        Works, and the one its member informers select: each replica holds its part of every
+        member, not all of it."""
+        return {self.ring.shard_label: self.shard.name}
 
     def add_template_kind(self, gvk: GVK) -> None:
         """Shard the templates of ``gvk`` (before their informer opens).

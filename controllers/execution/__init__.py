@@ -37,6 +37,7 @@ from controllers.execution.source import (
     MANAGED_SELECTOR,
     ManagedObjects,
     managed_informer,
+    managed_scope,
     work_request,
 )
 from controllers.execution.workstatus import (
@@ -69,6 +70,7 @@ __all__ = [
     "failure_message",
     "identifier_of",
     "managed_informer",
+    "managed_scope",
     "manifest_digest",
     "needs_update",
     "with_digest",

@@ -72,7 +72,7 @@ from controllers.execution.drift import (
     with_digest,
 )
 from controllers.execution.retain import release_patch, retain_member_fields
-from controllers.execution.source import ManagedObjects, managed_informer
+from controllers.execution.source import ManagedObjects, managed_informer, managed_scope
 from controllers.execution.workstatus import StatusReflector, failure_message, status_patch
 from controllers.interpreter import NotSupported
 from controllers.rbac import Permissions, Rule
@@ -80,6 +80,7 @@ from reconcile import (
     GVK,
     NAMESPACE_INDEX,
     AlreadyExists,
+    ByObject,
     Cluster,
     Conflict,
     Controller,
@@ -210,8 +211,9 @@ def _describe(manifest: Mapping[str, Any]) -> str:
     return f"{manifest.get('kind') or '<no kind>'} {f'{namespace}/{name}' if namespace else name}"
 
 
-def _desired(work: Obj, manifest: Mapping[str, Any]) -> Obj:
-    """The manifest as written to the member: marked as managed by this Work.
+def _desired(work: Obj, manifest: Mapping[str, Any], shard: Mapping[str, str]) -> Obj:
+    """The manifest as written to the member: marked as managed by this Work (and, sharded, as
+    this replica's: ``shard`` is the label its member informers select).
 
     The binding controller already adds these marks; setting them here too keeps a hand-written
     Work's objects visible to the label-scoped watch and recognisable as ours on the next update.
@@ -224,6 +226,7 @@ def _desired(work: Obj, manifest: Mapping[str, Any]) -> Obj:
     if not isinstance(labels, dict) or not isinstance(annotations, dict):
         raise ValueError("metadata.labels and metadata.annotations must be objects")
     labels[MANAGED_LABEL] = MANAGED_LABEL_VALUE
+    labels.update(shard)
     annotations[WORK_NAME_ANNOTATION] = name_of(work)
     annotations[WORK_NAMESPACE_ANNOTATION] = namespace_of(work)
     metadata["labels"], metadata["annotations"] = labels, annotations
@@ -271,8 +274,9 @@ def _readiness_changed(event: Event) -> bool:
 class _MemberWatches:
     """Which (member, kind) pairs have a ManagedObjects source on the controller."""
 
-    def __init__(self) -> None:
+    def __init__(self, scope: ByObject) -> None:
         self.controller: Controller | None = None
+        self.scope = scope
         self._watched: dict[str, tuple[Cluster, set[GVK]]] = {}
 
     def ensure(self, name: str, member: Cluster, gvk: GVK) -> SharedInformer:
@@ -282,9 +286,9 @@ class _MemberWatches:
             # A re-registered member is a new Cluster with a new cache: watch it afresh.
             watched = self._watched[name] = (member, set())
         if gvk not in watched[1] and self.controller is not None:
-            self.controller.watch(ManagedObjects(member.cache, gvk, name))
+            self.controller.watch(ManagedObjects(member.cache, gvk, name, self.scope))
             watched[1].add(gvk)
-        return managed_informer(member.cache, gvk)
+        return managed_informer(member.cache, gvk, self.scope)
 
     def warm(self, name: str, member: Cluster, works: Iterable[Obj]) -> None:
         """Watch the kinds ``works`` apply in ``member`` now, before any of them is reconciled.
@@ -325,7 +329,11 @@ class ExecutionController:
         self.interpreter = context.interpreter
         self.recorder = context.recorder(NAME)
         self.reflector = StatusReflector(context.interpreter, self.recorder)
-        self.watches = _MemberWatches()
+        # Sharded, each replica labels the member objects of its Works with its shard and holds
+        # only those: a moved key's objects are relabelled by the next owner's first apply
+        # (its create finds them, AlreadyExists, and the update writes its label).
+        self.shard_labels = context.sharding.member_labels if context.sharding else {}
+        self.watches = _MemberWatches(managed_scope(self.shard_labels))
         self.records = AppliedRecords()
         self.sync_timeout = sync_timeout
         self.finalizers = Finalizers()
@@ -465,7 +473,7 @@ class ExecutionController:
     ) -> tuple[Obj, bool]:
         """Create or update one member object; returns it and whether it was written."""
         try:
-            desired = _desired(work, manifest)
+            desired = _desired(work, manifest, self.shard_labels)
             gvk, namespace, name = _identity(desired)
         except (ValueError, AttributeError, TypeError) as error:
             raise _Malformed(str(error)) from error

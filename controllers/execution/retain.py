@@ -10,7 +10,8 @@ since dropped (recorded in ``resourcetemplate.karmada.io/managed-labels`` and
 the controller.
 
 ``release_patch`` is the other direction: the merge patch that strips every Karmada label and
-annotation from a member object, for Works deleted with ``preserveResourcesOnDeletion``.
+annotation (and the shard label a sharded controller-manager adds) from a member object, for Works
+deleted with ``preserveResourcesOnDeletion``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from controllers.api import (
 from controllers.execution.drift import APPLIED_DIGEST_ANNOTATION
 from controllers.interpreter.native_status import GENERATION_ANNOTATION
 from reconcile import Obj, annotations_of, deep_copy, labels_of
+from reconcile.sharding import without_sharding_labels
 
 __all__ = ["KARMADA_ANNOTATIONS", "KARMADA_LABELS", "release_patch", "retain_member_fields"]
 
@@ -117,8 +119,11 @@ def retain_member_fields(desired: Mapping[str, Any], observed: Mapping[str, Any]
 
 
 def release_patch(observed: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The merge patch removing Karmada's labels and annotations; None when there are none."""
-    labels = {key: None for key in KARMADA_LABELS if key in labels_of(observed)}
+    """The merge patch removing Karmada's labels and annotations, and a sharded replica's shard
+    label; None when there are none."""
+    found = labels_of(observed)
+    labels: dict[str, None] = {key: None for key in KARMADA_LABELS if key in found}
+    labels.update((key, None) for key in found.keys() - without_sharding_labels(found).keys())
     annotations = {key: None for key in KARMADA_ANNOTATIONS if key in annotations_of(observed)}
     metadata: dict[str, Any] = {}
     if labels:

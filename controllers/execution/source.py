@@ -3,10 +3,14 @@
 It watches through a label-scoped informer (``karmada.io/managed=true``) of the member's cache, so
 a member's other objects of that kind are never listed nor held in memory: the kind is scoped so
 in the member cache (``Cache.configure``), and reads through the member's cached client use that
-informer too (a list must then select the managed label). It maps every event
-back to the Work that owns the object, named by its ``work.karmada.io/namespace`` and
-``work.karmada.io/name`` annotations. An object that claims a Work of another member's execution
-namespace is ignored: a member can only report on its own Works.
+informer too (a list must then select the managed label). A sharded replica narrows the scope to
+the objects labelled with its shard (``managed_scope``), which its execution controller puts on
+the objects of its Works: each replica then holds only its own part of every member.
+
+It maps every event back to the Work that owns the object, named by its
+``work.karmada.io/namespace`` and ``work.karmada.io/name`` annotations. An object that claims a
+Work of another member's execution namespace is ignored: a member can only report on its own
+Works.
 
 It follows ``reconcile.Kind``, with its own handler: ``start`` registers a handler and never blocks,
 ``wait_for_sync`` waits for the informer's initial list, initial-list events get low priority.
@@ -14,6 +18,7 @@ It follows ``reconcile.Kind``, with its own handler: ``start`` registers a handl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -45,6 +50,7 @@ __all__ = [
     "MANAGED_SELECTOR",
     "ManagedObjects",
     "managed_informer",
+    "managed_scope",
     "work_request",
 ]
 
@@ -56,13 +62,21 @@ MANAGED_SCOPE: Final = ByObject(label_selector=MANAGED_SELECTOR)
 """How a member cache holds every kind the execution controller applies: managed objects only."""
 
 
-def managed_informer(cache: Cache, gvk: GVK) -> SharedInformer:
+def managed_scope(labels: Mapping[str, str]) -> ByObject:
+    """``MANAGED_SCOPE`` narrowed to the managed objects that also carry ``labels``."""
+    if not labels:
+        return MANAGED_SCOPE
+    narrowed = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+    return ByObject(label_selector=f"{MANAGED_SELECTOR},{narrowed}")
+
+
+def managed_informer(cache: Cache, gvk: GVK, scope: ByObject = MANAGED_SCOPE) -> SharedInformer:
     """The member cache's shared informer for the managed objects of ``gvk`` (started if new).
 
-    The kind is scoped to ``MANAGED_SCOPE`` first, so that every read of it through the member's
-    cache, the cached client's included, uses this informer and never opens a cluster-wide one.
+    The kind is scoped to ``scope`` first, so that every read of it through the member's cache,
+    the cached client's included, uses this informer and never opens a cluster-wide one.
     """
-    cache.configure(gvk, MANAGED_SCOPE)
+    cache.configure(gvk, scope)
     return cache.get_informer(gvk)
 
 
@@ -109,17 +123,19 @@ class ManagedObjects:
         cache: the member cluster's cache.
         gvk: the kind to watch.
         cluster: the member's name (the Works live in ``karmada-es-<cluster>``).
+        scope: which of them the member cache holds (``managed_scope``).
     """
 
     cache: Cache
     gvk: GVK
     cluster: str
+    scope: ByObject = MANAGED_SCOPE
     _informer: SharedInformer | None = field(default=None, init=False, repr=False)
     _registration: HandlerRegistration | None = field(default=None, init=False, repr=False)
 
     async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
         """Register on the label-scoped informer (creating and starting it if needed)."""
-        self._informer = managed_informer(self.cache, self.gvk)
+        self._informer = managed_informer(self.cache, self.gvk, self.scope)
         self._registration = self._informer.add_event_handler(_Enqueue(queue, self.cluster))
 
     async def wait_for_sync(self, timeout: float) -> None:

@@ -9,7 +9,8 @@ TEMPLATES Deployments propagate 2:1 over both members. Then:
 - every template's binding, Works and member Deployments exist exactly once (``converge``);
 - each replica's cache holds exactly the templates labelled with its shard, as its /metrics
   say (``sharding_shard_objects{ring="karmada",kind="Deployment"}``), and all replicas together
-  hold every template once;
+  hold every template once; its member caches hold exactly those templates' member Deployments
+  (``reconcile_cache_objects{cluster="member1",kind="Deployment"}``), after a handover too;
 - one replica (not the leader) SIGKILLed: its templates are labelled with live shards and held
   by the survivors' caches within the lease duration + 5 s, and converge after a change;
 - a replica added: keys move to it, drained first (no key reconciled by two replicas at
@@ -39,6 +40,7 @@ import pytest_asyncio
 from controllers.cluster import clusters_ready
 from controllers.sharding import LEADER_WEIGHT, RING, template_key
 from reconcile import EVENT_GVK, SharedInformer
+from reconcile.metrics import CACHE_OBJECTS
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import (
     Environment,
@@ -256,6 +258,26 @@ async def held(
         raise AssertionError(f"not held within {timeout}s: {fleet.waiting}") from None
 
 
+async def held_in_members(fleet: Fleet, counts: dict[str, int], timeout: float) -> None:
+    """Wait until each replica's member caches hold the member Deployments of its ``counts``
+    templates and no other (every template has one in each member)."""
+
+    async def holding() -> bool:
+        for name, count in counts.items():
+            for member in MEMBERS:
+                metric = f'{CACHE_OBJECTS}{{cluster="{member}",kind="{DEPLOYMENT.kind}"}}'
+                found = await fleet.sample(name, metric)
+                if found != count:
+                    fleet.waiting = f"{name} holds {found} Deployments of {member}, not {count}"
+                    return False
+        return True
+
+    try:
+        await eventually(holding, timeout=timeout, interval=0.5)
+    except AssertionError:
+        raise AssertionError(f"members not held within {timeout}s: {fleet.waiting}") from None
+
+
 @asynccontextmanager
 async def fleet_of(env: Environment, directory: Path) -> AsyncIterator[tuple[Fleet, Clusters]]:
     """A fleet of no replica yet on a namespace of its own, its templates watched; the
@@ -310,6 +332,7 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     counts = await held(fleet, clusters, 60)
     print(f"templates per shard: {counts}")
     assert all(counts[name] > 0 for name in ("r0", "r1", "r2")), counts
+    await held_in_members(fleet, counts, 60)
 
     took = await _events_written(clusters)
     print(f"events of the propagation written {took:.1f}s later")
@@ -326,6 +349,8 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
         f"{after_kill}"
     )
     assert reassigned <= REASSIGN_BOUND, f"{reassigned:.1f}s > {REASSIGN_BOUND}s"
+    await held_in_members(fleet, after_kill, 60)
+    print(f"and their member objects {anyio.current_time() - killed:.1f}s after the kill")
     await _scale_and_converge(clusters, set(names[:30]), names)
 
     before_join = assignments(fleet)
@@ -336,6 +361,7 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     print(f"r3 joined: {len(moved)} templates moved to it: {joined}")
     assert joined["r3"] > 0, "the new replica got no templates"
     assert all(now[n] == "r3" for n in moved), "keys moved only to the new replica"
+    await held_in_members(fleet, joined, 60)
     await _scale_and_converge(clusters, set(names[:60]), names)
     assert overlaps(fleet.spans()) == [], "a key was reconciled by two replicas at once"
     await stop_and_purge(fleet, clusters)

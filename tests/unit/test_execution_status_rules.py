@@ -20,6 +20,7 @@ from controllers.execution import (
     Applied,
     contains,
     identifier_of,
+    managed_scope,
     manifest_digest,
     needs_update,
     release_patch,
@@ -150,6 +151,23 @@ def test_release_patch_removes_only_karmada_marks() -> None:
         "metadata": {"labels": {MANAGED_LABEL: None}, "annotations": {WORK_NAME_ANNOTATION: None}}
     }
     assert release_patch({"metadata": {"labels": {"team": "a"}}}) is None
+
+
+def test_a_released_object_loses_the_shard_label_of_a_sharded_replica() -> None:
+    observed = _member()
+    observed["metadata"]["labels"]["shard.sharding.reconcile.io/karmada"] = "r0"
+    patch = release_patch(observed)
+    assert patch is not None
+    assert patch["metadata"]["labels"] == {
+        MANAGED_LABEL: None,
+        "shard.sharding.reconcile.io/karmada": None,
+    }
+
+
+def test_a_sharded_replica_holds_only_the_managed_objects_labelled_with_its_shard() -> None:
+    assert managed_scope({}).label_selector == "karmada.io/managed=true"
+    scope = managed_scope({"shard.sharding.reconcile.io/karmada": "r0"})
+    assert scope.label_selector == "karmada.io/managed=true,shard.sharding.reconcile.io/karmada=r0"
 
 
 @pytest.mark.parametrize(

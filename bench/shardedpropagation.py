@@ -66,6 +66,7 @@ from bench.sharding import Span, overlaps
 from controllers.api import crd_paths
 from controllers.sharding import LEADER_WEIGHT, RING, template_key
 from reconcile import Client, SharedInformer, configure_logging
+from reconcile.metrics import CACHE_OBJECTS
 from reconcile.sharding import SHARD_OBJECTS, SHARD_PREFIX, owner
 from testenv import Environment
 from testenv.ports import free_port
@@ -93,6 +94,8 @@ class ReplicaFigures:
     name: str
     leader: bool
     templates: float
+    member_objects: float
+    """Member Deployments its member caches hold, all members together."""
     warm_mib: float
     after_mib: float
     peak_mib: float
@@ -169,19 +172,25 @@ def _key(name: str) -> str:
     return key
 
 
-async def _held(port: int) -> float:
-    """The templates a replica's cache holds, from its /metrics."""
+async def _held(port: int, members: Sequence[str]) -> tuple[float, float]:
+    """The templates a replica's cache holds and the member Deployments its member caches hold,
+    from its /metrics."""
 
     def get() -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
             text: str = answer.read().decode()
             return text
 
-    wanted = f'{SHARD_OBJECTS}{{kind="Deployment",ring="{RING}"}}'
-    for line in (await anyio.to_thread.run_sync(get)).splitlines():
-        if line.startswith(wanted):
-            return float(line.split()[-1])
-    return 0.0
+    samples = dict(
+        line.rsplit(" ", 1)
+        for line in (await anyio.to_thread.run_sync(get)).splitlines()
+        if line and not line.startswith("#")
+    )
+    templates = samples.get(f'{SHARD_OBJECTS}{{kind="Deployment",ring="{RING}"}}', "0")
+    held = (
+        samples.get(f'{CACHE_OBJECTS}{{cluster="{m}",kind="Deployment"}}', "0") for m in members
+    )
+    return float(templates), sum(float(value) for value in held)
 
 
 async def _until(probe: Any, timeout: float, interval: float = 0.05) -> None:
@@ -236,17 +245,23 @@ async def _bulk(
         figures.aggregated = await host.aggregated.wait(names, timeout) - started
 
 
-async def _replica_figures(fleet: _Fleet, host: Client) -> list[ReplicaFigures]:
+async def _replica_figures(
+    fleet: _Fleet, host: Client, members: Sequence[str]
+) -> list[ReplicaFigures]:
     leader = leader_of(fleet.replicas.values(), await lease_holder(host, LEASES))
     found = []
     for name, one in fleet.replicas.items():
         if one.process.returncode is not None:
-            found.append(ReplicaFigures(name, False, 0, fleet.warm[name], 0, 0, killed=True))
+            found.append(ReplicaFigures(name, False, 0, 0, fleet.warm[name], 0, 0, killed=True))
             continue
         rss, peak = rss_kib(one.process.pid)
-        templates = await _held(fleet.ports[name])
+        templates, in_members = await _held(fleet.ports[name], members)
         warm = fleet.warm[name]
-        found.append(ReplicaFigures(name, one is leader, templates, warm, rss / 1024, peak / 1024))
+        found.append(
+            ReplicaFigures(
+                name, one is leader, templates, in_members, warm, rss / 1024, peak / 1024
+            )
+        )
     return found
 
 
@@ -284,7 +299,7 @@ async def _run(args: argparse.Namespace, count: int, *, kill: bool = False) -> R
                 fleet.warm[name] = rss_kib(one.process.pid)[0] / 1024
             say(f"{count} replica(s) warm; bulk of {args.templates} ...")
             await _bulk(args, fleet, host_client, host, figures)
-            figures.replicas = await _replica_figures(fleet, host_client)
+            figures.replicas = await _replica_figures(fleet, host_client, names)
             every = {bulk_name(index) for index in range(args.templates)}
             figures.missing = sum(len(every - member.seen.times.keys()) for member in members)
             figures.overlaps = len(overlaps(fleet.spans()))
@@ -302,30 +317,39 @@ async def _stop(fleet: _Fleet) -> None:
             await one.exit_status(STOP_TIMEOUT)
 
 
-def _report(runs: Sequence[RunFigures]) -> None:
+def _one_cache(runs: Sequence[RunFigures]) -> float | None:
     base = {run.count: run for run in runs if not run.kill}.get(1)
-    one_cache = base.replicas[0].cache_mib if base and base.replicas else None
+    return base.replicas[0].cache_mib if base and base.replicas else None
+
+
+def _report(runs: Sequence[RunFigures]) -> None:
     for run in runs:
-        n = run.templates
-        killed = ", one SIGKILLed mid-bulk" if run.kill else ""
-        say(f"\n{run.count} replica(s){killed}, {n} templates:")
-        for what, took in (("FullyApplied", run.fully_applied), ("aggregated", run.aggregated)):
-            say(f"  first create to all {what:<12} {took:8.1f} s ({n / took:.1f}/s)")
-        for one in run.replicas:
-            if one.killed:
-                say(f"  {one.name}: SIGKILLed")
-                continue
-            ratio = f"{one.cache_mib / one_cache:.2f}" if one_cache else "-"
-            say(
-                f"  {one.name}{' (leader)' if one.leader else '':9} templates {one.templates:6.0f}"
-                f"  RSS warm {one.warm_mib:6.1f} after {one.after_mib:6.1f} MiB"
-                f"  cache part {one.cache_mib:6.1f} MiB ({ratio} of N=1; goal"
-                f" {1.2 / run.count:.2f})  peak {one.peak_mib:6.1f} MiB"
-            )
-        if run.failover is not None:
-            moved = f"{run.moved} templates owned elsewhere"
-            say(f"  failover: {moved} {run.failover:.1f} s after the kill")
-        say(f"  overlaps {run.overlaps} (must be 0); templates missing in members {run.missing}")
+        _report_run(run, _one_cache(runs))
+
+
+def _report_run(run: RunFigures, one_cache: float | None) -> None:
+    """One run's figures (cache parts against ``one_cache``, N = 1's, when known)."""
+    n = run.templates
+    killed = ", one SIGKILLed mid-bulk" if run.kill else ""
+    say(f"\n{run.count} replica(s){killed}, {n} templates:")
+    for what, took in (("FullyApplied", run.fully_applied), ("aggregated", run.aggregated)):
+        say(f"  first create to all {what:<12} {took:8.1f} s ({n / took:.1f}/s)")
+    for one in run.replicas:
+        if one.killed:
+            say(f"  {one.name}: SIGKILLed")
+            continue
+        ratio = f"{one.cache_mib / one_cache:.2f}" if one_cache else "-"
+        say(
+            f"  {one.name}{' (leader)' if one.leader else '':9} templates {one.templates:6.0f}"
+            f" (member objects {one.member_objects:6.0f})"
+            f"  RSS warm {one.warm_mib:6.1f} after {one.after_mib:6.1f} MiB"
+            f"  cache part {one.cache_mib:6.1f} MiB ({ratio} of N=1; goal"
+            f" {1.2 / run.count:.2f})  peak {one.peak_mib:6.1f} MiB"
+        )
+    if run.failover is not None:
+        moved = f"{run.moved} templates owned elsewhere"
+        say(f"  failover: {moved} {run.failover:.1f} s after the kill")
+    say(f"  overlaps {run.overlaps} (must be 0); templates missing in members {run.missing}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -357,13 +381,14 @@ def main() -> None:
     runs: list[RunFigures] = []
 
     async def run_all() -> None:
-        for count in args.replicas:
-            runs.append(await _run(args, count))
-        if args.kill:
-            runs.append(await _run(args, args.kill, kill=True))
+        counts = [(count, False) for count in args.replicas]
+        for count, kill in counts + ([(args.kill, True)] if args.kill else []):
+            runs.append(await _run(args, count, kill=kill))
+            # As each run ends: a long series stopped early keeps what it measured.
+            _report_run(runs[-1], _one_cache(runs))
 
     anyio.run(run_all)
-    say(f"leader weight {args.leader_weight}")
+    say(f"\nleader weight {args.leader_weight}; all runs:")
     _report(runs)
     if any(run.overlaps or run.missing for run in runs):
         sys.exit(1)

@@ -171,12 +171,15 @@ class WorkQueue(Generic[T]):
         """
         if self._shutting_down:
             return
-        if self.priority_cap is not None and priority > self.priority_cap:
-            priority = self.priority_cap
         if self._waiting:
             # Due now supersedes due later: one reconcile, not a second one when the delay ends
-            # (controller-runtime's priority queue keeps one entry per key, with the earlier time).
-            self._waiting.pop(item, None)
+            # (controller-runtime's priority queue keeps one entry per key, with the earlier time
+            # and the higher priority).
+            waiting = self._waiting.pop(item, None)
+            if waiting is not None:
+                priority = max(priority, waiting[2])
+        if self.priority_cap is not None and priority > self.priority_cap:
+            priority = self.priority_cap
         queued = self._queued.get(item)
         if queued is not None:
             if priority > queued:

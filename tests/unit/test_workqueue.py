@@ -399,6 +399,19 @@ async def test_an_add_supersedes_a_pending_add_after_of_the_key() -> None:
 
 
 @asyncio_test
+async def test_an_add_that_supersedes_a_delay_keeps_the_delayed_higher_priority() -> None:
+    # controller-runtime's priority queue: adding a key it holds keeps the higher priority of
+    # the two (and the earlier ready time); a retry put off at high priority and woken by an
+    # event must not drop behind the keys of ordinary events.
+    clock = FakeClock()
+    async with WorkQueue[str](clock=clock) as queue:
+        queue.add("a")
+        queue.add_after("urgent", 10, priority=10)
+        queue.add("urgent")
+        assert drain_nowait(queue) == ["urgent", "a"]
+
+
+@asyncio_test
 async def test_an_add_while_processing_also_supersedes_the_delay() -> None:
     clock = FakeClock()
     async with WorkQueue[str](clock=clock) as queue:

@@ -25,12 +25,13 @@ from reconcile.sharding.ring import (
     without_sharding_labels,
 )
 from reconcile.sharding.shard import NOT_CACHED_RETRY, Shard, check_shard_name
-from reconcile.sharding.sharder import EXPIRY_SLACK, Sharder
+from reconcile.sharding.sharder import EXPIRY_SLACK, ORPHAN_PRIORITY, Sharder
 
 __all__ = [
     "ASSIGN_PATH_PREFIX",
     "DRAIN_PREFIX",
     "EXPIRY_SLACK",
+    "ORPHAN_PRIORITY",
     "NOT_CACHED_RETRY",
     "RING_PREFIX",
     "SHARD_OBJECTS",

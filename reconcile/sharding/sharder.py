@@ -55,8 +55,9 @@ from reconcile.sharding.metrics import SharderMetrics
 from reconcile.sharding.ring import Ring, ShardedKind, owner, relabel
 from reconcile.source import Kind
 from reconcile.store import Obj, object_key
+from reconcile.workqueue import DEFAULT_PRIORITY
 
-__all__ = ["CONFLICT_RETRY", "EXPIRY_SLACK", "KEY_INDEX", "Sharder"]
+__all__ = ["CONFLICT_RETRY", "EXPIRY_SLACK", "KEY_INDEX", "ORPHAN_PRIORITY", "Sharder"]
 
 log = structlog.get_logger("reconcile.sharding")
 
@@ -69,6 +70,9 @@ patches made (a watch relisted meanwhile may never show one of them)."""
 _WRITTEN_SWEEP: Final = 10_000
 """Versions remembered at which the expired ones are forgotten."""
 EXPIRY_SLACK: Final = 0.1
+ORPHAN_PRIORITY: Final = 10
+"""The sharder's queue priority of keys with an object on a dead shard (default 0): their
+retries and later steps keep it (a key's children are labelled first, its parents after)."""
 """Seconds after a Lease's expiry at which membership is looked at again."""
 _MEMBERSHIP: Final = Request("membership")
 _KEY: Final = "shardingKey"
@@ -274,23 +278,28 @@ class Sharder:
 
     async def _enqueue_all(self) -> None:
         """Enqueue the keys the new membership moves (or that are not settled): at 10,000 keys
-        the others would hold a dead shard's keys back behind a whole pass of no-ops."""
+        the others would hold a dead shard's keys back behind a whole pass of no-ops. A dead
+        shard's keys go first (``ORPHAN_PRIORITY``): no replica reconciles them until they are
+        assigned, while new objects and drains wait in a queue that a bulk of creates fills."""
         assert self._cache is not None
         assert self._keys is not None
         live, ring = self.live or (), self.ring
-        unsettled: set[str] = set()
+        unsettled: dict[str, int] = {}
         for kind in ring.kinds:
             for informer in self._cache.get_informers(kind.gvk, metadata_only=True):
                 for obj in informer.indexer.values():
                     key = _key_of(obj)
                     labels = _labels(obj)
                     current = labels.get(ring.shard_label)
-                    if key is not None and (
-                        ring.drain_label in labels or current != self._owner(live, key)
+                    if key is None or (
+                        ring.drain_label not in labels and current == self._owner(live, key)
                     ):
-                        unsettled.add(key)
-        for key in unsettled:
-            self._keys.queue.add(Request(key))
+                        continue
+                    orphaned = current is not None and current not in live
+                    priority = ORPHAN_PRIORITY if orphaned else DEFAULT_PRIORITY
+                    unsettled[key] = max(priority, unsettled.get(key, DEFAULT_PRIORITY))
+        for key, priority in unsettled.items():
+            self._keys.queue.add(Request(key), priority=priority)
 
     # --- assignment ------------------------------------------------------------------------------
 

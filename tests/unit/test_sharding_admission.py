@@ -1,4 +1,5 @@
-"""When the shard assignment webhook labels a new object, and when it leaves it to the sharder."""
+"""The sharder over testenv's fake: when the shard assignment webhook labels a new object, when it
+leaves it to the sharder, and which keys the sharder settles first."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from reconcile import GVK, Manager
 from reconcile.leaderelection import micro_time
 from reconcile.sharding import Ring, ShardAssigner, ShardedKind, Sharder, owner
+from reconcile.store import Obj
 from reconcile.webhook import CREATE, UPDATE, AdmissionRequest, AdmissionResponse, Webhook
 from testenv import FakeClient, eventually
 
@@ -24,9 +26,9 @@ SECRET = GVK("", "v1", "Secret")
 NAMESPACE = "default"
 
 
-def _lease(name: str, ring: Ring) -> dict[str, Any]:
+def _lease(name: str, ring: Ring, duration: int = 600) -> dict[str, Any]:
     metadata = {"name": name, "namespace": NAMESPACE, "labels": {ring.lease_label: "true"}}
-    spec = {"holderIdentity": name, "leaseDurationSeconds": 600, "renewTime": micro_time()}
+    spec = {"holderIdentity": name, "leaseDurationSeconds": duration, "renewTime": micro_time()}
     return {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
@@ -132,6 +134,59 @@ async def test_a_key_on_its_way_to_another_shard_is_left_to_the_sharder() -> Non
         request = _request(name)
         labels = _labels_after(await ShardAssigner(sharder).handle(request), request)
         assert labels == {}, "assigned now, the ConfigMap would be on s1 while s2 holds the Secret"
+
+
+class _GatedFake(FakeClient):
+    """ConfigMap patches wait for ``gate``, and are recorded in ``patched`` as they pass it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = anyio.Event()
+        self.patched: list[str] = []
+
+    async def _patch_stored(self, gvk: GVK, name: str, *args: Any) -> Obj:
+        if gvk == CONFIGMAP:
+            await self.gate.wait()
+            self.patched.append(name)
+        return await super()._patch_stored(gvk, name, *args)
+
+
+def _configmap(name: str, **labels: str) -> Obj:
+    metadata = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+
+
+async def test_a_dead_shards_keys_are_settled_before_the_new_objects_waiting() -> None:
+    fake, ring = _GatedFake(), _ring()
+    await fake.create(_lease("s1", ring))
+    await fake.create(_lease("s2", ring, duration=1))  # never renewed: dead a second from now
+    names = (f"o{i}" for i in range(1000))
+    orphans = [n for n in names if owner(["s1", "s2"], f"{NAMESPACE}/{n}") == "s2"][:5]
+    for name in orphans:
+        await fake.create(_configmap(name, **{ring.shard_label: "s2"}))  # settled while s2 lives
+    async with leading(fake, ring, workers=1) as sharder:
+
+        async def both_live() -> bool:
+            return sharder.live == ("s1", "s2")
+
+        await eventually(both_live)
+        fresh = [f"new{i}" for i in range(10)]
+        for name in fresh:  # the worker waits at the gate with the first, the rest queue up
+            await fake.create(_configmap(name))
+
+        async def s2_dead() -> bool:
+            return sharder.live == ("s1",)
+
+        await eventually(s2_dead, timeout=10)
+        fake.gate.set()
+
+        async def all_patched() -> bool:
+            return len(fake.patched) == len(orphans) + len(fresh)
+
+        await eventually(all_patched)
+    # The first new object's patch was in flight when s2 died; the dead shard's keys come next.
+    assert fake.patched[0] in fresh
+    assert sorted(fake.patched[1 : 1 + len(orphans)]) == sorted(orphans), fake.patched
 
 
 async def test_the_leaders_own_shard_takes_its_weight_in_keys() -> None:

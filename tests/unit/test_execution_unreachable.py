@@ -43,6 +43,7 @@ def _controller(failures: list[BaseException | None]) -> ExecutionController:
         members=None,
         interpreter=None,
         recorder=lambda name: recorder,
+        sharding=None,
     )
     reconciler = ExecutionController(context)
     outcomes = iter(failures)

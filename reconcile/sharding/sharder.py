@@ -70,10 +70,10 @@ patches made (a watch relisted meanwhile may never show one of them)."""
 _WRITTEN_SWEEP: Final = 10_000
 """Versions remembered at which the expired ones are forgotten."""
 EXPIRY_SLACK: Final = 0.1
+"""Seconds after a Lease's expiry at which membership is looked at again."""
 ORPHAN_PRIORITY: Final = 10
 """The sharder's queue priority of keys with an object on a dead shard (default 0): their
 retries and later steps keep it (a key's children are labelled first, its parents after)."""
-"""Seconds after a Lease's expiry at which membership is looked at again."""
 _MEMBERSHIP: Final = Request("membership")
 _KEY: Final = "shardingKey"
 """Where the sharder's cache keeps an object's ring key (``_slim``)."""

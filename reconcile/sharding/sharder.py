@@ -327,8 +327,7 @@ class Sharder:
             # about to show. Not a failure: the rate limiter's backoff (and its shared 10 qps
             # bucket) would hold a whole move back behind the busiest objects.
             return Result(requeue_after=CONFLICT_RETRY)
-        if step is _Step.DEEPER_LABELLED:
-            self._waiting.add(key)  # the rest once the cache shows these (_not_own_write)
+        if step is _Step.DEEPER_LABELLED:  # the rest once the cache shows these
             return Result(requeue_after=OWN_WRITE_WAIT)
         return None
 
@@ -385,6 +384,11 @@ class Sharder:
         assigned = {ring.shard_label: desired, ring.drain_label: None}
         depths = sorted({kind.depth for kind, _ in stale}, reverse=True)
         deepest = [(k, o) for k, o in stale if depths and k.depth == depths[0]]
+        if len(depths) > 1:
+            # Woken by these patches' events (_not_own_write), which a busy loop often handles
+            # before this settle returns: marked once they are handled, the key would sleep
+            # until OWN_WRITE_WAIT, and so would every depth of a move after it.
+            self._waiting.add(key)
         if not await self._label_all(deepest, assigned):
             return _Step.CHANGED
         for _, obj in deepest:

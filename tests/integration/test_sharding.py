@@ -33,6 +33,7 @@ from reconcile import (
     controller_managed_by,
 )
 from reconcile.leaderelection import LEASE, micro_time
+from reconcile.objects import resource_version_of
 from reconcile.sharding import (
     ASSIGN_PATH_PREFIX,
     SHARD_OBJECTS,
@@ -44,6 +45,7 @@ from reconcile.sharding import (
     object_key,
     owner,
 )
+from reconcile.sharding import sharder as sharder_module
 from reconcile.webhook import WebhookServer
 from testenv import (
     ControlPlane,
@@ -525,3 +527,36 @@ async def test_objects_created_while_the_leader_serves_the_webhook_arrive_assign
             "labelled as they were created: the sharder patched none of them"
         )
         assert ring.record.overlaps() == []
+
+
+async def test_a_keys_own_patches_wake_it_for_its_next_depth(
+    host: ControlPlane, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After labelling a key's deepest objects the sharder waits until its cache shows them, then
+    # labels the next depth. The events of those patches must wake the key whenever they are
+    # handled: on a busy event loop they often are before the settle that sent the patches has
+    # returned. Only the events can wake a key here (no fallback wait within the test).
+    monkeypatch.setattr(sharder_module, "OWN_WRITE_WAIT", 600.0)
+    label = Sharder._label
+
+    async def label_then_let_the_watch_run(
+        self: Sharder, kind: ShardedKind, obj: Mapping[str, Any], labels: Any
+    ) -> None:
+        await label(self, kind, obj, labels)
+        name = object_key(obj) or ""
+        written = self._written.get((kind.gvk, name))
+        assert self.cache is not None
+        informer = self.cache.get_informers(kind.gvk, metadata_only=True)[0]
+
+        async def shown() -> bool:
+            cached = informer.indexer.get(name) or {}
+            return written is None or resource_version_of(cached) == written[0]
+
+        await eventually(shown, timeout=SETTLE, interval=0.01)
+
+    monkeypatch.setattr(Sharder, "_label", label_then_let_the_watch_run)
+    async with fleet(host, client, Ring(f"t{secrets.token_hex(3)}")) as ring:
+        ring.ring.add(_kind(CONFIGMAP, ring.namespace))
+        ring.ring.add(_kind(SECRET, ring.namespace, depth=1))
+        await ring.add("r0")
+        await ring.settled_on(["r0"])

@@ -211,9 +211,9 @@ def _describe(manifest: Mapping[str, Any]) -> str:
     return f"{manifest.get('kind') or '<no kind>'} {f'{namespace}/{name}' if namespace else name}"
 
 
-def _desired(work: Obj, manifest: Mapping[str, Any], shard: Mapping[str, str]) -> Obj:
-    """The manifest as written to the member: marked as managed by this Work (and, sharded, as
-    this replica's: ``shard`` is the label its member informers select).
+def _desired(work: Obj, manifest: Mapping[str, Any]) -> Obj:
+    """The manifest as written to the member: marked as managed by this Work (sharded, the
+    caller adds the label of this replica's shard, which its member informers select).
 
     The binding controller already adds these marks; setting them here too keeps a hand-written
     Work's objects visible to the label-scoped watch and recognisable as ours on the next update.
@@ -226,7 +226,6 @@ def _desired(work: Obj, manifest: Mapping[str, Any], shard: Mapping[str, str]) -
     if not isinstance(labels, dict) or not isinstance(annotations, dict):
         raise ValueError("metadata.labels and metadata.annotations must be objects")
     labels[MANAGED_LABEL] = MANAGED_LABEL_VALUE
-    labels.update(shard)
     annotations[WORK_NAME_ANNOTATION] = name_of(work)
     annotations[WORK_NAMESPACE_ANNOTATION] = namespace_of(work)
     metadata["labels"], metadata["annotations"] = labels, annotations
@@ -473,12 +472,15 @@ class ExecutionController:
     ) -> tuple[Obj, bool]:
         """Create or update one member object; returns it and whether it was written."""
         try:
-            desired = _desired(work, manifest, self.shard_labels)
+            desired = _desired(work, manifest)
             gvk, namespace, name = _identity(desired)
         except (ValueError, AttributeError, TypeError) as error:
             raise _Malformed(str(error)) from error
         ref = ObjectRef(cluster, gvk, namespace, name)
+        # Of the manifest, not of which replica writes it: a moved key's new owner relabels
+        # the object without changing its annotations (a Deployment's generation would grow).
         digest = manifest_digest(desired)
+        desired["metadata"]["labels"].update(self.shard_labels)
         desired = with_digest(desired, digest)
         observed = await self._cached(member, ref)
         if observed is None:

@@ -12,7 +12,8 @@ TEMPLATES Deployments propagate 2:1 over both members. Then:
   hold every template once; its member caches hold exactly those templates' member Deployments
   (``reconcile_cache_objects{cluster="member1",kind="Deployment"}``), after a handover too;
 - one replica (not the leader) SIGKILLed: its templates are labelled with live shards and held
-  by the survivors' caches within the lease duration + 5 s, and converge after a change;
+  by the survivors' caches within the lease duration + 5 s, their member Deployments taken over
+  without a new generation, and converge after a change;
 - a replica added: keys move to it, drained first (no key reconciled by two replicas at
   overlapping times, over the whole test, from the records), and everything converges again.
 
@@ -339,6 +340,7 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     leader = leader_of(fleet.replicas.values(), await lease_holder(host, ns))
     assert leader is not None, "no replica leads"
     victim = next(one for one in fleet.replicas.values() if one is not leader)
+    generations = await _member_generations(clusters)
     victim.kill()
     killed = anyio.current_time()
     assert await victim.exit_status(60) == -signal.SIGKILL
@@ -351,6 +353,9 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     assert reassigned <= REASSIGN_BOUND, f"{reassigned:.1f}s > {REASSIGN_BOUND}s"
     await held_in_members(fleet, after_kill, 60)
     print(f"and their member objects {anyio.current_time() - killed:.1f}s after the kill")
+    assert await _member_generations(clusters) == generations, (
+        "relabelling a moved key's member objects changed what their controllers act on"
+    )
     await _scale_and_converge(clusters, set(names[:30]), names)
 
     before_join = assignments(fleet)
@@ -365,6 +370,16 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     await _scale_and_converge(clusters, set(names[:60]), names)
     assert overlaps(fleet.spans()) == [], "a key was reconciled by two replicas at once"
     await stop_and_purge(fleet, clusters)
+
+
+async def _member_generations(clusters: Clusters) -> dict[tuple[str, str], int]:
+    """(member, name) -> generation of the member Deployments: a Deployment's grows with each
+    change of its spec or annotations, each a rollout check by the member's controller."""
+    return {
+        (member, d["metadata"]["name"]): d["metadata"]["generation"]
+        for member in MEMBERS
+        for d in await clusters.member_deployments(member)
+    }
 
 
 async def _events_written(clusters: Clusters) -> float:

@@ -73,7 +73,8 @@ EXPIRY_SLACK: Final = 0.1
 """Seconds after a Lease's expiry at which membership is looked at again."""
 ORPHAN_PRIORITY: Final = 10
 """The sharder's queue priority of keys with an object on a dead shard (default 0): their
-retries and later steps keep it (a key's children are labelled first, its parents after)."""
+retries keep it, their later steps (a key's children are labelled first, its parents after)
+go above it."""
 _MEMBERSHIP: Final = Request("membership")
 _KEY: Final = "shardingKey"
 """Where the sharder's cache keeps an object's ring key (``_slim``)."""
@@ -152,8 +153,12 @@ class Sharder:
         self._written: dict[tuple[GVK, str], tuple[str, float]] = {}
         """(kind, object) -> the resourceVersion its last label patch made, and until when to
         wait for the cache to show it (client-go's controller expectations, by version)."""
-        self._waiting: set[str] = set()
-        """Keys put off until the cache shows the sharder's own patches of them."""
+        self._waiting: dict[str, int] = {}
+        """Keys put off until the cache shows the sharder's own patches of them -> the queue
+        priority they are woken with: one above the one they were settled at, so a key whose
+        move has begun goes before the keys not begun (each key's wait for its own writes then
+        overlaps other keys' patches, rather than a wave of children waiting for the last
+        child's event before a wave of parents)."""
         self._cache: Cache | None = None
         self._client: Client = manager.api_reader
         self._keys: Controller | None = None
@@ -242,18 +247,22 @@ class Sharder:
         return owner(live, key, self.weights)
 
     def _not_own_write(self, gvk: GVK, event: Event) -> bool:
-        """False for the event of a label patch of the sharder's own, unless its key was put off
-        until the cache showed it: the key was settled with it already, and looking again before
-        the cache shows the key's other patches would patch them again on the versions they
-        replaced (each a Conflict, and a retry)."""
+        """False for the event of a label patch of the sharder's own: the key was settled with
+        it already, and looking again before the cache shows the key's other patches would
+        patch them again on the versions they replaced (each a Conflict, and a retry). A key
+        put off until the cache showed it is woken here, at its priority."""
         if event.type is not EventType.UPDATE:
             return True
-        key = (gvk, object_key(event.obj))
-        written = self._written.get(key)
+        written_key = (gvk, object_key(event.obj))
+        written = self._written.get(written_key)
         if written is None or written[0] != resource_version_of(event.obj):
             return True
-        del self._written[key]
-        return _key_of(event.obj) in self._waiting
+        del self._written[written_key]
+        key = _key_of(event.obj)
+        priority = self._waiting.get(key) if key is not None else None
+        if key is not None and priority is not None and self._keys is not None:
+            self._keys.queue.add(Request(key), priority=priority)
+        return False
 
     def _cache_options(self) -> CacheOptions:
         leases = ByObject(namespaces=(self.namespace,), label_selector=self.ring.lease_label)
@@ -308,19 +317,21 @@ class Sharder:
         if not live:
             return None  # no shard yet: every key is enqueued when the first one appears
         key = request.name
-        self._waiting.discard(key)
+        assert self._keys is not None
+        woken = self._keys.queue.priority_of(request) + 1
+        self._waiting.pop(key, None)
         group = self._group(key)
         if group is None:
             return Result(requeue_after=CONFLICT_RETRY)
         if any(self._behind(kind, obj) for kind, obj in group):
             # Looked at again when the cache shows the patch (_not_own_write), or at the latest
             # once the wait is over (a relist may never show that very version).
-            self._waiting.add(key)
+            self._waiting[key] = woken
             return Result(requeue_after=OWN_WRITE_WAIT)
         if not group:
             self._drains.pop(key, None)
             return None
-        step = await self._settle(key, group, self._owner(live, key), live)
+        step = await self._settle(key, group, self._owner(live, key), live, woken)
         log.debug("key settled", key=key, step=step.name)
         if step is _Step.CHANGED:
             # Changed since (a status write, often): decide again on the version the cache is
@@ -362,8 +373,10 @@ class Sharder:
         group: list[tuple[ShardedKind, dict[str, Any]]],
         desired: str | None,
         live: tuple[str, ...],
+        woken: int,
     ) -> _Step:
-        """Take the key one step towards ``desired``."""
+        """Take the key one step towards ``desired``; if it has another step after this one,
+        it is woken at priority ``woken`` once the cache shows this one."""
         ring = self.ring
         elsewhere = [
             (kind, obj)
@@ -388,7 +401,7 @@ class Sharder:
             # Woken by these patches' events (_not_own_write), which a busy loop often handles
             # before this settle returns: marked once they are handled, the key would sleep
             # until OWN_WRITE_WAIT, and so would every depth of a move after it.
-            self._waiting.add(key)
+            self._waiting[key] = woken
         if not await self._label_all(deepest, assigned):
             return _Step.CHANGED
         for _, obj in deepest:

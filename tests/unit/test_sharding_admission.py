@@ -189,6 +189,44 @@ async def test_a_dead_shards_keys_are_settled_before_the_new_objects_waiting() -
     assert sorted(fake.patched[1 : 1 + len(orphans)]) == sorted(orphans), fake.patched
 
 
+class _RecordingFake(FakeClient):
+    """Every patch recorded in ``patched``, in order: (kind, name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patched: list[tuple[str, str]] = []
+
+    async def _patch_stored(self, gvk: GVK, name: str, *args: Any) -> Obj:
+        self.patched.append((gvk.kind, name))
+        return await super()._patch_stored(gvk, name, *args)
+
+
+async def test_a_key_whose_move_began_goes_before_the_keys_not_begun() -> None:
+    # Its children labelled, a key waits for the sharder's cache to show them, then labels its
+    # parent: taken up then, not behind every other key's first step (a wave of children, a
+    # wave of parents), each key's wait overlaps the other keys' patches.
+    fake, ring = _RecordingFake(), _ring()
+    await fake.create(_lease("s1", ring))
+    await fake.create(_lease("s2", ring, duration=1))  # never renewed: dead a second from now
+    names = (f"o{i}" for i in range(1000))
+    orphans = [n for n in names if owner(["s1", "s2"], f"{NAMESPACE}/{n}") == "s2"][:8]
+    for name in orphans:  # settled while s2 lives
+        await fake.create(_configmap(name, **{ring.shard_label: "s2"}))
+        await fake.create({**_configmap(name, **{ring.shard_label: "s2"}), "kind": "Secret"})
+    async with leading(fake, ring, workers=1):
+
+        async def all_patched() -> bool:
+            return len(fake.patched) == 2 * len(orphans)
+
+        await eventually(all_patched, timeout=10)
+    order = fake.patched
+    between = {
+        name: order.index(("ConfigMap", name)) - order.index(("Secret", name)) - 1
+        for name in orphans
+    }
+    assert max(between.values()) <= 2, order
+
+
 async def test_the_leaders_own_shard_takes_its_weight_in_keys() -> None:
     fake, ring = FakeClient(), _ring()
     await fake.create(_lease("s1", ring))

@@ -53,6 +53,7 @@ from controllers.api import (
     MANAGED_LABEL,
     MANAGED_LABEL_VALUE,
     READY_CONDITION,
+    WORK_APPLIED_CONDITION,
     WORK_GVK,
     WORK_NAME_ANNOTATION,
     WORK_NAMESPACE_ANNOTATION,
@@ -104,6 +105,7 @@ from reconcile import (
     generation_of,
     get_condition,
     is_being_deleted,
+    is_condition_true,
     labels_of,
     name_of,
     namespace_of,
@@ -180,6 +182,7 @@ class _Outcome:
     observed: Obj | None = None
     error: str | None = None
     written: bool = False
+    """Changed by this sync (a new owner's shard label alone is no change: see ``_update``)."""
     malformed: bool = False
     unreachable: bool = False
 
@@ -470,7 +473,9 @@ class ExecutionController:
     async def _apply(
         self, work: Obj, cluster: str, member: Cluster, manifest: Obj
     ) -> tuple[Obj, bool]:
-        """Create or update one member object; returns it and whether it was written."""
+        """Create or update one member object; returns it and whether it changed (its shard
+        label alone, written when a moved key's Work is synced by its new owner, is no change:
+        the manifest's objects are as they were)."""
         try:
             desired = _desired(work, manifest)
             gvk, namespace, name = _identity(desired)
@@ -483,6 +488,11 @@ class ExecutionController:
         desired["metadata"]["labels"].update(self.shard_labels)
         desired = with_digest(desired, digest)
         observed = await self._cached(member, ref)
+        if observed is None and is_condition_true(work, WORK_APPLIED_CONDITION):
+            # Applied already, so most likely there, out of this replica's cache: sharded, as
+            # another replica's, whose key this one took over. A create would meet it (one
+            # more request, and an error, per moved object).
+            observed = await self._live_if_any(member, ref)
         if observed is None:
             try:
                 created = await member.api_reader.create(desired)
@@ -509,14 +519,29 @@ class ExecutionController:
                 f"{CONFLICT_RESOLUTION_ANNOTATION}={CONFLICT_RESOLUTION_OVERWRITE} to take it over"
             )
         merged = await self._retain(retain_member_fields(desired, observed), observed)
-        if not needs_update(merged, observed, self.records.get(ref), digest):
+        applied = self.records.get(ref)
+        if not needs_update(merged, observed, applied, digest):
             return observed, False
         updated = await member.api_reader.update(merged)
         self.records.put(ref, digest, updated)
-        return updated, True
+        # More than relabelled: what it needed besides this replica's shard label.
+        changed = needs_update(merged, self._with_shard_label(observed), applied, digest)
+        return updated, changed
+
+    def _with_shard_label(self, observed: Obj) -> Obj:
+        """``observed`` as it would be with this replica's shard label (and nothing else)."""
+        metadata = observed.get("metadata") or {}
+        labels = {**(metadata.get("labels") or {}), **self.shard_labels}
+        return {**observed, "metadata": {**metadata, "labels": labels}}
 
     async def _live(self, member: Cluster, ref: ObjectRef) -> Obj:
         return await member.api_reader.get(ref.gvk, ref.name, namespace=ref.namespace or None)
+
+    async def _live_if_any(self, member: Cluster, ref: ObjectRef) -> Obj | None:
+        try:
+            return await self._live(member, ref)
+        except NotFound:
+            return None
 
     async def _cached(self, member: Cluster, ref: ObjectRef) -> Obj | None:
         """The managed object from the member's label-scoped informer (watched from now on)."""

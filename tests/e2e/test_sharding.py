@@ -39,6 +39,7 @@ import pytest
 import pytest_asyncio
 
 from controllers.cluster import clusters_ready
+from controllers.execution.controller import SYNC_SUCCEEDED
 from controllers.sharding import LEADER_WEIGHT, RING, template_key
 from reconcile import EVENT_GVK, SharedInformer
 from reconcile.metrics import CACHE_OBJECTS
@@ -341,8 +342,9 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     assert leader is not None, "no replica leads"
     victim = next(one for one in fleet.replicas.values() if one is not leader)
     generations = await _member_generations(clusters)
+    applied = await _applied_events(clusters)
     victim.kill()
-    killed = anyio.current_time()
+    killed, killed_at = anyio.current_time(), victim.killed_at or 0.0
     assert await victim.exit_status(60) == -signal.SIGKILL
     after_kill = await held(fleet, clusters, 60)
     reassigned = anyio.current_time() - killed
@@ -356,6 +358,10 @@ async def _shard_and_hand_over(fleet: Fleet, clusters: Clusters) -> None:
     assert await _member_generations(clusters) == generations, (
         "relabelling a moved key's member objects changed what their controllers act on"
     )
+    creates = [w for one in fleet.alive().values() for w in _member_creates(one, ns, killed_at)]
+    assert creates == [], "the new owners created member objects that exist (each an error)"
+    await _events_written(clusters)
+    assert await _applied_events(clusters) == applied, "a handover reported as an apply"
     await _scale_and_converge(clusters, set(names[:30]), names)
 
     before_join = assignments(fleet)
@@ -380,6 +386,23 @@ async def _member_generations(clusters: Clusters) -> dict[tuple[str, str], int]:
         for member in MEMBERS
         for d in await clusters.member_deployments(member)
     }
+
+
+def _member_creates(one: Replica, namespace: str, since: float) -> list[str]:
+    """The creates of member Deployments ``one`` sent since wall time ``since`` (the templates,
+    the host's, are the test's own: no replica creates one)."""
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    return [
+        r["path"]
+        for r in one.records("write")
+        if r["wall"] > since and r["method"] == "POST" and r["path"].split("?")[0] == path
+    ]
+
+
+async def _applied_events(clusters: Clusters) -> int:
+    """How many times the replicas reported a Work applied, over all Events."""
+    events = await clusters.host.list(EVENT_GVK)
+    return sum(int(e.get("count") or 1) for e in events["items"] if e["reason"] == SYNC_SUCCEEDED)
 
 
 async def _events_written(clusters: Clusters) -> float:

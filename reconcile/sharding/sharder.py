@@ -259,9 +259,8 @@ class Sharder:
             return True
         del self._written[written_key]
         key = _key_of(event.obj)
-        priority = self._waiting.get(key) if key is not None else None
-        if key is not None and priority is not None and self._keys is not None:
-            self._keys.queue.add(Request(key), priority=priority)
+        if key is not None and key in self._waiting and self._keys is not None:
+            self._keys.queue.add(Request(key), priority=self._waiting[key])
         return False
 
     def _cache_options(self) -> CacheOptions:

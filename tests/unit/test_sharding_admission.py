@@ -156,12 +156,18 @@ def _configmap(name: str, **labels: str) -> Obj:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
 
 
+async def _one_shard_dying(fake: FakeClient, ring: Ring, keys: int) -> list[str]:
+    """The Leases of s1 and s2, which nobody renews (dead a second from now); returns the names
+    of ``keys`` keys that s2 owns meanwhile."""
+    await fake.create(_lease("s1", ring))
+    await fake.create(_lease("s2", ring, duration=1))
+    names = (f"o{i}" for i in range(1000))
+    return [n for n in names if owner(["s1", "s2"], f"{NAMESPACE}/{n}") == "s2"][:keys]
+
+
 async def test_a_dead_shards_keys_are_settled_before_the_new_objects_waiting() -> None:
     fake, ring = _GatedFake(), _ring()
-    await fake.create(_lease("s1", ring))
-    await fake.create(_lease("s2", ring, duration=1))  # never renewed: dead a second from now
-    names = (f"o{i}" for i in range(1000))
-    orphans = [n for n in names if owner(["s1", "s2"], f"{NAMESPACE}/{n}") == "s2"][:5]
+    orphans = await _one_shard_dying(fake, ring, 5)
     for name in orphans:
         await fake.create(_configmap(name, **{ring.shard_label: "s2"}))  # settled while s2 lives
     async with leading(fake, ring, workers=1) as sharder:
@@ -206,10 +212,7 @@ async def test_a_key_whose_move_began_goes_before_the_keys_not_begun() -> None:
     # parent: taken up then, not behind every other key's first step (a wave of children, a
     # wave of parents), each key's wait overlaps the other keys' patches.
     fake, ring = _RecordingFake(), _ring()
-    await fake.create(_lease("s1", ring))
-    await fake.create(_lease("s2", ring, duration=1))  # never renewed: dead a second from now
-    names = (f"o{i}" for i in range(1000))
-    orphans = [n for n in names if owner(["s1", "s2"], f"{NAMESPACE}/{n}") == "s2"][:8]
+    orphans = await _one_shard_dying(fake, ring, 8)
     for name in orphans:  # settled while s2 lives
         await fake.create(_configmap(name, **{ring.shard_label: "s2"}))
         await fake.create({**_configmap(name, **{ring.shard_label: "s2"}), "kind": "Secret"})

@@ -524,9 +524,12 @@ class ExecutionController:
             return observed, False
         updated = await member.api_reader.update(merged)
         self.records.put(ref, digest, updated)
-        # More than relabelled: what it needed besides this replica's shard label.
-        changed = needs_update(merged, self._with_shard_label(observed), applied, digest)
-        return updated, changed
+        # More than relabelled: what it needed besides this replica's shard label (unsharded,
+        # there is none, and the answer is the one above).
+        relabel = self.shard_labels and not needs_update(
+            merged, self._with_shard_label(observed), applied, digest
+        )
+        return updated, not relabel
 
     def _with_shard_label(self, observed: Obj) -> Obj:
         """``observed`` as it would be with this replica's shard label (and nothing else)."""

@@ -5,19 +5,23 @@ A Work in ``karmada-es-<cluster>`` holds whole objects for the member ``<cluster
 - finalizer ``karmada.io/execution-controller``; while the member is not connected, its Cluster is
   missing or not Ready, the Work gets Applied=False saying why and the reconcile fails (retried
   with backoff, and at once when the Cluster turns Ready);
-- each manifest is created when absent; an existing object not labelled ``karmada.io/managed=true``
-  is taken over only when ``work.karmada.io/conflict-resolution`` is ``overwrite``, otherwise it is
-  left untouched and Applied=False says why; an update keeps what the member owns (``retain``), then
-  runs the interpreter's Retain hook, and is skipped when it would change nothing (``drift``); an
-  update refused for a stale resourceVersion is tried once more from a live read. Failed manifests
-  fail the reconcile (retried with backoff), except malformed ones (no kind, no name), which only
-  a change of the Work can fix (TerminalError). A member that refuses or drops the connection while
-  its Cluster is still Ready (a restart or flap shorter than the cluster-status failure threshold)
-  has its Works retried every UNREACHABLE_RETRY seconds instead: the per-item exponential backoff
-  (and the queue's shared token bucket) would, after a few seconds of refused connections, keep
-  hundreds of Works waiting long after the member is back; a longer outage turns the Cluster
-  NotReady, and its Ready again enqueues every Work at once. ``spec.suspendDispatching`` pauses
-  all of this;
+- each manifest is created when absent; an existing object is this Work's when it is labelled
+  ``karmada.io/managed=true`` and its annotations name this Work (``work.karmada.io/namespace``,
+  ``work.karmada.io/name``) and the manifest's resource template
+  (``resourcetemplate.karmada.io/uid``); any other is a conflict (see ``_conflict``):
+  ``work.karmada.io/conflict-resolution: overwrite`` takes over one that is unmanaged, names no Work
+  or a Work that is gone, never one of another existing Work; otherwise it is left untouched and
+  Applied=False (and a SyncFailed Event) says whose it is; an update keeps what the member owns
+  (``retain``), then runs the interpreter's Retain hook, and is skipped when it would change nothing
+  (``drift``); an update refused for a stale resourceVersion is tried once more from a live read.
+  Failed manifests fail the reconcile (retried with backoff), except malformed ones (no kind, no
+  name), which only a change of the Work can fix (TerminalError). A member that refuses or drops the
+  connection while its Cluster is still Ready (a restart or flap shorter than the cluster-status
+  failure threshold) has its Works retried every UNREACHABLE_RETRY seconds instead: the per-item
+  exponential backoff (and the queue's shared token bucket) would, after a few seconds of refused
+  connections, keep hundreds of Works waiting long after the member is back; a longer outage turns
+  the Cluster NotReady, and its Ready again enqueues every Work at once. ``spec.suspendDispatching``
+  pauses all of this;
 - the Work's status gets Applied True/AppliedSuccessful or False/AppliedFailed with the errors, and
   ``manifestStatuses`` with each object's reflected status and health (``workstatus``), written
   only when changed. Reflecting status here, right after applying, rather than in a second
@@ -30,7 +34,12 @@ is replaced): a deleted or edited member object enqueues its Work, which re-crea
 and a status change refreshes ``manifestStatuses``. Every (re)connection of a member enqueues all
 its Works, so the watches of a new connection are set up without waiting for a Work to change.
 
-A deleted Work deletes its member objects (only those managed by it), or with
+A manifest dropped from a Work (its ``manifestStatuses`` still name the object, the manifests no
+longer do) has its member object deleted if the Work owns it; until then the status keeps naming
+it, and Applied=False says what is left. What the controller remembers of a Work's writes
+(``AppliedRecords``) follows its manifests and goes with the Work.
+
+A deleted Work deletes its member objects (only those it owns, as above), or with
 ``spec.preserveResourcesOnDeletion`` only strips Karmada's labels and annotations from them; an
 unreachable member blocks the deletion until it is back, unless its Cluster is being deleted or
 gone. Then the finalizer is removed.
@@ -53,6 +62,7 @@ from controllers.api import (
     MANAGED_LABEL,
     MANAGED_LABEL_VALUE,
     READY_CONDITION,
+    RESOURCE_TEMPLATE_UID_ANNOTATION,
     WORK_APPLIED_CONDITION,
     WORK_GVK,
     WORK_NAME_ANNOTATION,
@@ -63,6 +73,7 @@ from controllers.api import (
     is_cluster_ready,
     manifests_of,
     work_spec,
+    work_status,
 )
 from controllers.context import Context
 from controllers.execution.drift import (
@@ -74,7 +85,12 @@ from controllers.execution.drift import (
 )
 from controllers.execution.retain import release_patch, retain_member_fields
 from controllers.execution.source import ManagedObjects, managed_informer, managed_scope
-from controllers.execution.workstatus import StatusReflector, failure_message, status_patch
+from controllers.execution.workstatus import (
+    StatusReflector,
+    failure_message,
+    removal_message,
+    status_patch,
+)
 from controllers.interpreter import NotSupported
 from controllers.rbac import Permissions, Rule
 from reconcile import (
@@ -247,12 +263,92 @@ def _is_managed(obj: Mapping[str, Any]) -> bool:
     return labels_of(obj).get(MANAGED_LABEL) == MANAGED_LABEL_VALUE
 
 
-def _owned_by(obj: Mapping[str, Any], work: Mapping[str, Any]) -> bool:
-    """Managed, and by this Work (an object another Work took over is that Work's to delete)."""
+@dataclass(frozen=True)
+class _Owner:
+    """Whom a member object belongs to: a Work, and the resource template it carries ("" for a
+    hand-written Work's manifest, which names none)."""
+
+    namespace: str
+    name: str
+    template: str
+
+    def __str__(self) -> str:
+        return f"Work {self.namespace}/{self.name}"
+
+
+def _owner_of(obj: Mapping[str, Any]) -> _Owner | None:
+    """The owner a member object (or a desired one) names: None when it is not labelled managed
+    or lacks a Work annotation. A missing annotation is nobody's, never "this Work"."""
     annotations = annotations_of(obj)
-    name = annotations.get(WORK_NAME_ANNOTATION, name_of(work))
-    namespace = annotations.get(WORK_NAMESPACE_ANNOTATION, namespace_of(work))
-    return _is_managed(obj) and (namespace, name) == (namespace_of(work), name_of(work))
+    namespace = annotations.get(WORK_NAMESPACE_ANNOTATION)
+    name = annotations.get(WORK_NAME_ANNOTATION)
+    if not _is_managed(obj) or not namespace or not name:
+        return None
+    return _Owner(
+        str(namespace), str(name), str(annotations.get(RESOURCE_TEMPLATE_UID_ANNOTATION, ""))
+    )
+
+
+def _owned_by(obj: Mapping[str, Any], work: Mapping[str, Any], template: str | None) -> bool:
+    """Whether this Work (and, unless ``template`` is None, that resource template) owns
+    ``obj``: only then may the Work delete it. An object another Work took over, or that names
+    no Work, is left alone."""
+    owner = _owner_of(obj)
+    if owner is None or (owner.namespace, owner.name) != (namespace_of(work), name_of(work)):
+        return False
+    return template is None or owner.template == template
+
+
+def _template_of(manifest: Mapping[str, Any]) -> str:
+    return str(annotations_of(manifest).get(RESOURCE_TEMPLATE_UID_ANNOTATION, ""))
+
+
+def _work_key(work: Mapping[str, Any]) -> tuple[str, str]:
+    return namespace_of(work), name_of(work)
+
+
+def _applied_before(work: Mapping[str, Any]) -> list[Obj]:
+    """The objects the Work's status says it applied, as bare manifests (kind and name only):
+    ``manifestStatuses`` is what Karmada records of a Work's applied objects."""
+    found: list[Obj] = []
+    for entry in work_status(work).get("manifestStatuses") or []:
+        identifier = entry.get("identifier") if isinstance(entry, Mapping) else None
+        if not isinstance(identifier, Mapping) or not identifier.get("name"):
+            continue
+        group, version = identifier.get("group") or "", identifier.get("version") or ""
+        metadata: Obj = {"name": identifier["name"]}
+        if identifier.get("namespace"):
+            metadata["namespace"] = identifier["namespace"]
+        api_version = f"{group}/{version}" if group else version
+        found.append(
+            {"apiVersion": api_version, "kind": identifier.get("kind"), "metadata": metadata}
+        )
+    return found
+
+
+def _same_object(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two manifests name one member object (a version change keeps the object)."""
+    try:
+        gvk_a, namespace_a, name_a = _identity(a)
+        gvk_b, namespace_b, name_b = _identity(b)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return (gvk_a.group, gvk_a.kind, namespace_a, name_a) == (
+        gvk_b.group,
+        gvk_b.kind,
+        namespace_b,
+        name_b,
+    )
+
+
+def _dropped(work: Mapping[str, Any]) -> list[Obj]:
+    """What the Work applied before (its status says) and its manifests no longer hold."""
+    manifests = manifests_of(work)
+    return [
+        before
+        for before in _applied_before(work)
+        if not any(_same_object(before, manifest) for manifest in manifests)
+    ]
 
 
 def _work_changed(event: Event) -> bool:
@@ -388,6 +484,8 @@ class ExecutionController:
         try:
             work = await self.host.get(WORK_GVK, request.name, namespace=request.namespace)
         except NotFound:
+            # Gone (its finalizer ran, or was removed by hand): nothing of it is remembered.
+            self.records.forget_work((request.namespace or "", request.name))
             return None
         cluster = cluster_of_execution_namespace(request.namespace)
         if cluster is None:
@@ -427,6 +525,8 @@ class ExecutionController:
             await self._sync(work, cluster, member, ordinal, manifest)
             for ordinal, manifest in enumerate(manifests)
         ]
+        removals = [await self._prune(work, cluster, member, gone) for gone in _dropped(work)]
+        self.records.keep_only(_work_key(work), self._refs(cluster, manifests))
         failures = [outcome.error for outcome in outcomes if outcome.error]
         fresh = [
             await self.reflector.reflect(work, outcome.ordinal, outcome.observed)
@@ -434,7 +534,12 @@ class ExecutionController:
             if outcome.observed is not None
         ]
         failure = failure_message(failures, len(manifests)) if failures else None
-        await self._report(work, failure, fresh)
+        left = [removal.error for removal in removals if removal.error]
+        if left:
+            failure = "; ".join([*([failure] if failure else []), removal_message(left)])
+            outcomes += removals
+        # Until the dropped objects are gone, the status keeps naming them (the only record).
+        await self._report(work, failure, fresh, keep_entries=bool(left))
         if failure is not None:
             self.recorder.event(work, "Warning", SYNC_FAILED, f"{cluster}: {failure}")
             if all(o.malformed for o in outcomes if o.error):
@@ -447,14 +552,38 @@ class ExecutionController:
             self.recorder.event(work, "Normal", SYNC_SUCCEEDED, f"applied to cluster {cluster}")
         return None
 
-    async def _report(self, work: Obj, failure: str | None, fresh: list[ManifestStatus]) -> None:
-        patch = status_patch(work, failure, fresh, len(manifests_of(work)))
+    async def _report(
+        self,
+        work: Obj,
+        failure: str | None,
+        fresh: list[ManifestStatus],
+        *,
+        keep_entries: bool = False,
+    ) -> None:
+        total = len(manifests_of(work))
+        patch = status_patch(work, failure, fresh, total, keep_entries=keep_entries)
         if patch is None:
             return
         with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to report on
             await self.host.patch_status(
                 WORK_GVK, name_of(work), {"status": patch}, namespace=namespace_of(work)
             )
+
+    async def _prune(self, work: Obj, cluster: str, member: Cluster, gone: Obj) -> _Outcome:
+        """Delete the member object of a manifest the Work dropped, if the Work still owns it."""
+        try:
+            await self._remove(work, cluster, member, gone, preserve=False, template=None)
+        except Exception as error:  # reported in the Applied condition, then retried
+            return _Outcome(-1, error=f"{_describe(gone)}: {error}", unreachable=unreachable(error))
+        return _Outcome(-1)
+
+    @staticmethod
+    def _refs(cluster: str, manifests: Iterable[Mapping[str, Any]]) -> set[ObjectRef]:
+        refs = set()
+        for manifest in manifests:
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                refs.add(ObjectRef(cluster, *_identity(manifest)))
+        return refs
 
     # --- applying one manifest ----------------------------------------------------------------
 
@@ -499,7 +628,7 @@ class ExecutionController:
             except AlreadyExists:  # not managed (our informer does not see it), or just created
                 observed = await self._live(member, ref)
             else:
-                self.records.put(ref, digest, created)
+                self.records.put(ref, digest, created, _work_key(work))
                 return created, True
         try:
             return await self._update(work, member, ref, digest, desired, observed)
@@ -512,24 +641,74 @@ class ExecutionController:
     async def _update(
         self, work: Obj, member: Cluster, ref: ObjectRef, digest: str, desired: Obj, observed: Obj
     ) -> tuple[Obj, bool]:
-        if not _is_managed(observed) and not _may_overwrite(desired, work):
-            raise ConflictAborted(
-                f"already exists in cluster {ref.cluster} and is not managed by Karmada (no label "
-                f"{MANAGED_LABEL}={MANAGED_LABEL_VALUE}); it is left untouched. Set the annotation "
-                f"{CONFLICT_RESOLUTION_ANNOTATION}={CONFLICT_RESOLUTION_OVERWRITE} to take it over"
-            )
+        conflict = self._conflict(work, ref, desired, observed)
+        if conflict is not None:
+            raise ConflictAborted(conflict)
         merged = await self._retain(retain_member_fields(desired, observed), observed)
         applied = self.records.get(ref)
         if not needs_update(merged, observed, applied, digest):
             return observed, False
         updated = await member.api_reader.update(merged)
-        self.records.put(ref, digest, updated)
+        self.records.put(ref, digest, updated, _work_key(work))
         # More than relabelled: what it needed besides this replica's shard label (unsharded,
         # there is none, and the answer is the one above).
         relabel = self.shard_labels and not needs_update(
             merged, self._with_shard_label(observed), applied, digest
         )
         return updated, not relabel
+
+    def _conflict(self, work: Obj, ref: ObjectRef, desired: Obj, observed: Obj) -> str | None:
+        """Why this Work may not write ``observed``, the member object ``desired`` names; None
+        when it may.
+
+        By the Work and resource template the object's annotations name, as Karmada's object
+        watcher compared the Work of the object with the desired one (``allowUpdate``, before it
+        was reduced to the managed label): the label alone would let any Work write, and on
+        deletion remove, an object another Work applied. An object of this Work and template is
+        written. Conflict resolution ``overwrite`` takes an object that is not managed, names no
+        Work, or whose Work is gone, never one of another existing Work: two such Works would
+        take it from each other on every reconcile. With ``abort`` (the default) only this
+        Work's own objects are written.
+        """
+        owner, wanted = _owner_of(observed), _owner_of(desired)
+        if owner == wanted:
+            return None
+        where = f"already exists in cluster {ref.cluster}"
+        take_over = (
+            f"it is left untouched. Set the annotation {CONFLICT_RESOLUTION_ANNOTATION}="
+            f"{CONFLICT_RESOLUTION_OVERWRITE} to take it over"
+        )
+        if owner is not None and (owner.namespace, owner.name) != _work_key(work):
+            if self._work_exists(owner):
+                return (
+                    f"{where} and belongs to {owner}; it is left untouched (no conflict "
+                    "resolution takes an object from another Work)"
+                )
+            if _may_overwrite(desired, work):
+                return None
+            return f"{where} and belongs to {owner}, which no longer exists; {take_over}"
+        if _may_overwrite(desired, work):
+            return None
+        if not _is_managed(observed):
+            return (
+                f"{where} and is not managed by Karmada (no label {MANAGED_LABEL}="
+                f"{MANAGED_LABEL_VALUE}); {take_over}"
+            )
+        if owner is None:
+            return (
+                f"{where}; it is labelled {MANAGED_LABEL}={MANAGED_LABEL_VALUE} but names no Work "
+                f"(annotations {WORK_NAMESPACE_ANNOTATION}, {WORK_NAME_ANNOTATION}); {take_over}"
+            )
+        return (
+            f"{where} and was applied from another resource template (uid {owner.template!r}, "
+            f"this Work's manifest has {_template_of(desired)!r}); {take_over}"
+        )
+
+    def _work_exists(self, owner: _Owner) -> bool:
+        """Whether the Work ``owner`` names is in the host cache (being deleted counts: its
+        finalizer may still delete the object)."""
+        indexer = self.host_cache.get_informer(WORK_GVK).indexer
+        return indexer.get(f"{owner.namespace}/{owner.name}") is not None
 
     def _with_shard_label(self, observed: Obj) -> Obj:
         """``observed`` as it would be with this replica's shard label (and nothing else)."""
@@ -562,25 +741,59 @@ class ExecutionController:
     # --- deletion -----------------------------------------------------------------------------
 
     async def _release(self, work: Obj) -> None:
-        """Remove (or, with preserveResourcesOnDeletion, release) the Work's member objects."""
+        """Remove (or, with preserveResourcesOnDeletion, release) the Work's member objects:
+        those of its manifests and those its status says it applied and has not removed yet.
+
+        A member that cannot be reached keeps the finalizer, unless its Cluster is being deleted
+        or gone: nothing would bring the member back, and the Cluster's own deletion waits for
+        its Works (Karmada's execution controller likewise skips the cleanup of a Work whose
+        Cluster is not ready and terminating). A Cluster already gone whose connection this
+        process still holds (its finalizer was removed by hand) is cleaned up through that
+        connection, as far as it answers.
+        """
         cluster = cluster_of_execution_namespace(namespace_of(work)) or ""
         reach = await self._reach(cluster)
-        if reach.member is not None:
-            preserve = bool(work_spec(work).get("preserveResourcesOnDeletion"))
-            for manifest in manifests_of(work):
-                await self._remove(work, cluster, reach.member, manifest, preserve=preserve)
+        member = reach.member
+        if member is None and reach.cluster is None:
+            member = self.members.get(cluster)
+        if member is not None:
+            try:
+                await self._remove_all(work, cluster, member)
+            except Exception as error:
+                if reach.cluster is not None or not unreachable(error):
+                    raise
         elif reach.cluster is not None and not is_being_deleted(reach.cluster):
             raise MemberUnavailable(
                 f"Work {namespace_of(work)}/{name_of(work)} keeps its finalizer until its "
                 f"objects are removed: {reach.reason}"
             )
+        self.records.forget_work(_work_key(work))
+
+    async def _remove_all(self, work: Obj, cluster: str, member: Cluster) -> None:
+        preserve = bool(work_spec(work).get("preserveResourcesOnDeletion"))
+        for manifest in manifests_of(work):
+            template = _template_of(manifest)
+            await self._remove(
+                work, cluster, member, manifest, preserve=preserve, template=template
+            )
+        for gone in _dropped(work):
+            await self._remove(work, cluster, member, gone, preserve=preserve, template=None)
 
     async def _remove(
-        self, work: Obj, cluster: str, member: Cluster, manifest: Obj, *, preserve: bool
+        self,
+        work: Obj,
+        cluster: str,
+        member: Cluster,
+        manifest: Obj,
+        *,
+        preserve: bool,
+        template: str | None,
     ) -> None:
+        """Delete (or release) the member object ``manifest`` names if this Work owns it, with
+        ``template`` unless None (a dropped manifest's template is not known any more)."""
         try:
             gvk, namespace, name = _identity(manifest)
-        except ValueError:
+        except (ValueError, AttributeError, TypeError):
             return  # never applied: nothing to remove
         self.records.forget(ObjectRef(cluster, gvk, namespace, name))
         client, scope = member.api_reader, namespace or None
@@ -588,7 +801,7 @@ class ExecutionController:
             observed = await client.get(gvk, name, namespace=scope)
         except (NotFound, NoKindMatch):
             return
-        if not _owned_by(observed, work):
+        if not _owned_by(observed, work, template):
             return  # not ours: an object we never took over, or another Work's now
         if preserve:
             patch = release_patch(observed)

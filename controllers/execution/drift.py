@@ -66,22 +66,57 @@ class Applied:
 
 
 class AppliedRecords:
-    """The last write to each member object, by this process."""
+    """The last write to each member object, by this process, and which Work it was for.
+
+    An entry lives as long as its Work wants the object: ``keep_only`` drops those of the
+    manifests a Work no longer has, ``forget_work`` those of a Work that is gone, so the records
+    follow the Works instead of growing with every object ever written.
+    """
 
     def __init__(self) -> None:
         self._records: dict[ObjectRef, Applied] = {}
+        self._work_of: dict[ObjectRef, tuple[str, str]] = {}
+        self._by_work: dict[tuple[str, str], set[ObjectRef]] = {}
 
     def get(self, ref: ObjectRef) -> Applied | None:
         """The last write to ``ref``, if any."""
         return self._records.get(ref)
 
-    def put(self, ref: ObjectRef, digest: str, written: Mapping[str, Any]) -> None:
-        """Record that ``written`` (the apiserver's answer) was written from a manifest."""
+    def refs(self) -> set[ObjectRef]:
+        """Every object with a record."""
+        return set(self._records)
+
+    def put(
+        self, ref: ObjectRef, digest: str, written: Mapping[str, Any], work: tuple[str, str]
+    ) -> None:
+        """Record that ``written`` (the apiserver's answer) was written from a manifest of
+        ``work`` (its namespace and name)."""
+        previous = self._work_of.get(ref)
+        if previous is not None and previous != work:
+            self.forget(ref)  # another Work's before (taken over): one owner per record
         self._records[ref] = Applied(digest, generation_of(written))
+        self._work_of[ref] = work
+        self._by_work.setdefault(work, set()).add(ref)
 
     def forget(self, ref: ObjectRef) -> None:
         """Drop the record of ``ref`` (deleted, or no longer ours)."""
         self._records.pop(ref, None)
+        work = self._work_of.pop(ref, None)
+        if work is None:
+            return
+        held = self._by_work[work]
+        held.discard(ref)
+        if not held:
+            del self._by_work[work]
+
+    def keep_only(self, work: tuple[str, str], wanted: set[ObjectRef]) -> None:
+        """Drop the records ``work`` holds of objects other than ``wanted``."""
+        for ref in self._by_work.get(work, set()) - wanted:
+            self.forget(ref)
+
+    def forget_work(self, work: tuple[str, str]) -> None:
+        """Drop every record of ``work`` (deleted)."""
+        self.keep_only(work, set())
 
 
 def manifest_digest(manifest: Mapping[str, Any]) -> str:

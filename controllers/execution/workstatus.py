@@ -36,6 +36,7 @@ __all__ = [
     "StatusReflector",
     "failure_message",
     "identifier_of",
+    "removal_message",
     "status_patch",
 ]
 
@@ -115,13 +116,27 @@ def failure_message(failures: Sequence[str], total: int) -> str:
     return f"Failed to apply all manifests ({total - len(failures)}/{total}): {'; '.join(failures)}"
 
 
+def removal_message(failures: Sequence[str]) -> str:
+    """The Applied condition's words for member objects of dropped manifests not deleted yet."""
+    return (
+        f"Failed to delete objects the Work no longer has ({len(failures)}): {'; '.join(failures)}"
+    )
+
+
 def status_patch(
-    work: Obj, failure: str | None, fresh: Sequence[ManifestStatus], total: int
+    work: Obj,
+    failure: str | None,
+    fresh: Sequence[ManifestStatus],
+    total: int,
+    *,
+    keep_entries: bool = False,
 ) -> dict[str, Any] | None:
     """The Work's new ``conditions`` and ``manifestStatuses`` as a merge patch, None if unchanged.
 
     ``failure`` says why the Work is not applied (None: Applied is True); ``fresh`` holds the
-    entries reflected now; ``total`` is the number of manifests.
+    entries reflected now; ``total`` is the number of manifests. With ``keep_entries`` only the
+    condition may change: ``manifestStatuses`` is the record of what was applied, and it must
+    outlive a manifest the Work dropped until its member object is deleted.
     """
     current = work_status(work)
     holder: Obj = {
@@ -135,8 +150,9 @@ def status_patch(
     else:
         set_condition(holder, WORK_APPLIED_CONDITION, False, APPLIED_FAILED_REASON, failure)
     conditions = holder["status"]["conditions"]
-    entries = _merged_entries(current.get("manifestStatuses") or [], fresh, total)
-    unchanged = conditions == current.get("conditions") and entries == (
-        current.get("manifestStatuses") or []
-    )
+    previous = current.get("manifestStatuses") or []
+    if keep_entries:
+        return None if conditions == current.get("conditions") else {"conditions": conditions}
+    entries = _merged_entries(previous, fresh, total)
+    unchanged = conditions == current.get("conditions") and entries == previous
     return None if unchanged else {"conditions": conditions, "manifestStatuses": entries or None}

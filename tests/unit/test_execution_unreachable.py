@@ -54,11 +54,11 @@ def _controller(failures: list[BaseException | None]) -> ExecutionController:
             return execution._Outcome(ordinal, written=True)
         return execution._Outcome(ordinal, error=f"m: {error}", unreachable=unreachable(error))
 
-    async def report(*args: Any) -> None:
+    async def report(*args: Any, **kwargs: Any) -> None:
         return None
 
     reconciler._sync = sync  # type: ignore[method-assign]
-    reconciler._report = report  # type: ignore[method-assign,assignment]
+    reconciler._report = report  # type: ignore[method-assign]
     return reconciler
 
 

@@ -147,6 +147,12 @@ PERMISSIONS: Final = Permissions(
     rules=(
         Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
         Rule(("work.karmada.io",), ("works",), ("update",), "its finalizer"),
+        Rule(
+            ("work.karmada.io",),
+            ("works",),
+            ("get",),
+            "a live read of the Work a conflicting member object names (sharded, not cached)",
+        ),
         Rule(("work.karmada.io",), ("works/status",), ("patch",), "Applied, manifestStatuses"),
         Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
     )
@@ -641,7 +647,7 @@ class ExecutionController:
     async def _update(
         self, work: Obj, member: Cluster, ref: ObjectRef, digest: str, desired: Obj, observed: Obj
     ) -> tuple[Obj, bool]:
-        conflict = self._conflict(work, ref, desired, observed)
+        conflict = await self._conflict(work, ref, desired, observed)
         if conflict is not None:
             raise ConflictAborted(conflict)
         merged = await self._retain(retain_member_fields(desired, observed), observed)
@@ -657,7 +663,7 @@ class ExecutionController:
         )
         return updated, not relabel
 
-    def _conflict(self, work: Obj, ref: ObjectRef, desired: Obj, observed: Obj) -> str | None:
+    async def _conflict(self, work: Obj, ref: ObjectRef, desired: Obj, observed: Obj) -> str | None:
         """Why this Work may not write ``observed``, the member object ``desired`` names; None
         when it may.
 
@@ -679,7 +685,7 @@ class ExecutionController:
             f"{CONFLICT_RESOLUTION_OVERWRITE} to take it over"
         )
         if owner is not None and (owner.namespace, owner.name) != _work_key(work):
-            if self._work_exists(owner):
+            if await self._work_exists(owner):
                 return (
                     f"{where} and belongs to {owner}; it is left untouched (no conflict "
                     "resolution takes an object from another Work)"
@@ -704,11 +710,18 @@ class ExecutionController:
             f"this Work's manifest has {_template_of(desired)!r}); {take_over}"
         )
 
-    def _work_exists(self, owner: _Owner) -> bool:
-        """Whether the Work ``owner`` names is in the host cache (being deleted counts: its
-        finalizer may still delete the object)."""
+    async def _work_exists(self, owner: _Owner) -> bool:
+        """Whether the Work ``owner`` names exists (being deleted counts: its finalizer may
+        still delete the object). Read live when the host cache lacks it: sharded, this
+        replica's cache holds only its own keys' Works."""
         indexer = self.host_cache.get_informer(WORK_GVK).indexer
-        return indexer.get(f"{owner.namespace}/{owner.name}") is not None
+        if indexer.get(f"{owner.namespace}/{owner.name}") is not None:
+            return True
+        try:
+            await self.host.live.get(WORK_GVK, owner.name, namespace=owner.namespace)
+        except NotFound:
+            return False
+        return True
 
     def _with_shard_label(self, observed: Obj) -> Obj:
         """``observed`` as it would be with this replica's shard label (and nothing else)."""

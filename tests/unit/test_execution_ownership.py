@@ -31,7 +31,7 @@ from controllers.api import (
 )
 from controllers.execution import ApplyFailed, ExecutionController
 from controllers.interpreter import Interpreter
-from reconcile import GVK, Cluster, NotFound, Obj, Request, get_condition
+from reconcile import GVK, ByObject, Cluster, NotFound, Obj, Request, get_condition
 from testenv import eventually
 from testenv.fake import FakeClient
 
@@ -58,7 +58,13 @@ class Harness:
     execution: ExecutionController
     recorder: _Recorder
 
-    async def put_work(self, name: str, *manifests: Obj, conflict: str = "abort") -> None:
+    async def put_work(
+        self,
+        name: str,
+        *manifests: Obj,
+        conflict: str = "abort",
+        labels: dict[str, str] | None = None,
+    ) -> None:
         """Create or replace the Work ``name`` carrying ``manifests``; wait for the host cache."""
         work: Obj = {
             "apiVersion": WORK_GVK.api_version,
@@ -67,6 +73,7 @@ class Harness:
                 "name": name,
                 "namespace": ES,
                 "annotations": {CONFLICT_RESOLUTION_ANNOTATION: conflict},
+                "labels": dict(labels or {}),
             },
             "spec": {"workload": {"manifests": list(manifests)}},
         }
@@ -148,9 +155,12 @@ def _owner(obj: Obj | None) -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def running(*member_objects: Obj) -> AsyncIterator[Harness]:
-    """The execution controller over a fake host (with a Ready member1) and a fake member."""
+async def running(*member_objects: Obj, works: ByObject | None = None) -> AsyncIterator[Harness]:
+    """The execution controller over a fake host (with a Ready member1) and a fake member;
+    ``works`` scopes the host cache's Works (as a sharded replica's holds its own only)."""
     host = Cluster("", client=FakeClient(crds=crd_paths()))
+    if works is not None:
+        host.cache.configure(WORK_GVK, works)
     member = Cluster(MEMBER, client=FakeClient(objects=member_objects))
     recorder = _Recorder()
     context: Any = SimpleNamespace(
@@ -215,6 +225,27 @@ async def test_overwrite_never_takes_an_object_from_another_existing_work() -> N
         assert adopted is not None
         assert _owner(adopted) == "b"
         assert adopted["data"] == {"v": "new"}
+
+
+async def test_overwrite_checks_a_work_outside_the_cache_before_taking_its_object() -> None:
+    # Sharded, a replica's host cache holds only its own keys' Works: one missing from it may
+    # well exist, held by another replica.
+    mine = {"shard": "me"}
+    async with running(
+        claimed("shared", "theirs", "a"), works=ByObject(label_selector="shard=me")
+    ) as h:
+        await h.host.api_reader.create(
+            {
+                "apiVersion": WORK_GVK.api_version,
+                "kind": WORK_GVK.kind,
+                "metadata": {"name": "a", "namespace": ES},
+                "spec": {"workload": {"manifests": [configmap("shared", "theirs")]}},
+            }
+        )
+        await h.put_work("b", configmap("shared", "mine"), conflict="overwrite", labels=mine)
+
+        assert isinstance(await h.reconcile("b"), ApplyFailed)
+        assert _owner(await h.configmap("shared")) == "a"
 
 
 async def test_deleting_a_work_leaves_the_object_another_work_applied() -> None:

@@ -408,7 +408,8 @@ class _MemberWatches:
 
 @dataclass
 class _WarmOnWork:
-    """Host Work informer handler: a Work's kinds are watched in its member as it appears."""
+    """Host Work informer handler: a Work's kinds are watched in its member as it appears, and
+    what was remembered of its writes goes when it leaves the cache."""
 
     execution: ExecutionController
 
@@ -420,7 +421,9 @@ class _WarmOnWork:
             self.execution.warm(new)
 
     def on_delete(self, obj: Obj) -> None:
-        pass
+        # Deleted, or (sharded) moved to another replica's keys: this one writes none of its
+        # objects any more, and would never reconcile it again to drop what it remembers.
+        self.execution.records.forget_work(_work_key(obj))
 
 
 class ExecutionController:

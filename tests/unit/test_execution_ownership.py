@@ -30,6 +30,7 @@ from controllers.api import (
     crd_paths,
 )
 from controllers.execution import ApplyFailed, ExecutionController
+from controllers.execution.controller import _WarmOnWork
 from controllers.interpreter import Interpreter
 from reconcile import GVK, ByObject, Cluster, NotFound, Obj, Request, get_condition
 from testenv import eventually
@@ -373,4 +374,16 @@ async def test_a_work_whose_cluster_is_gone_deletes_through_a_connection_still_o
         await h.delete_work("a")
 
         assert await h.configmap("cm") is None
+        assert not h.execution.records.refs()
+
+
+async def test_a_work_leaving_the_host_cache_is_forgotten() -> None:
+    # Deleted, or (sharded) moved to another replica, which writes its objects from then on.
+    async with running() as h:
+        await h.put_work("a", configmap("cm", "1"))
+        assert await h.reconcile("a") is None
+        work = await h.host.api_reader.get(WORK_GVK, "a", namespace=ES)
+
+        _WarmOnWork(h.execution).on_delete(work)
+
         assert not h.execution.records.refs()

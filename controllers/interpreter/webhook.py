@@ -535,6 +535,9 @@ class WebhookBackend:
         hooks = [hook for config in configurations for hook in webhooks_from(config)]
         self._webhooks = tuple(sorted(hooks, key=lambda hook: hook.uid))
         self._chosen = {}
+        # A TLS context per trust root in use: those of replaced webhooks go with them.
+        kept = {hook.ca_bundle for hook in self._webhooks}
+        self._contexts = {ca: ctx for ca, ctx in self._contexts.items() if ca in kept}
 
     def webhook_for(self, gvk: GVK, operation: Operation) -> InterpreterWebhook | None:
         """The webhook that answers ``operation`` for ``gvk``, None if none does."""
@@ -549,7 +552,8 @@ class WebhookBackend:
         return self.webhook_for(gvk, operation) is not None
 
     async def aclose(self) -> None:
-        """Close the connection pool; a later call opens a new one."""
+        """Close the connection pool and drop the TLS contexts; a later call opens new ones."""
+        self._contexts.clear()
         if self._session is not None:
             await self._session.close()
             self._session = None

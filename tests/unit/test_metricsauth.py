@@ -9,6 +9,7 @@ test_metrics_auth.py runs the same filter against a real kube-apiserver.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -20,6 +21,8 @@ from prometheus_client import CollectorRegistry, Counter
 
 from reconcile.errors import Forbidden
 from reconcile.metricsauth import (
+    ReviewSlots,
+    ReviewsOverloaded,
     SubjectAccessReviewAuthorizer,
     TokenReviewAuthenticator,
     UserInfo,
@@ -219,3 +222,95 @@ async def test_a_review_that_hangs_fails_after_the_timeout() -> None:
     authenticator = TokenReviewAuthenticator(Hanging(), timeout=0.05)
     with pytest.raises(TimeoutError):
         await authenticator.authenticate("good")
+
+
+class Blocked(Reviews):
+    """Reviews that wait for ``released`` before answering; counts the ones in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released = anyio.Event()
+        self.in_flight = 0
+
+    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self.in_flight += 1
+        try:
+            await self.released.wait()
+        finally:
+            self.in_flight -= 1
+        return await super().create(obj)
+
+
+@asyncio_test
+async def test_a_flood_of_unique_tokens_beyond_the_queue_is_refused_at_once() -> None:
+    """The reviews hang; requests beyond the slots and the bounded queue get 429 immediately
+    (kube-apiserver's answer when its in-flight limit is reached), and once the apiserver answers
+    again a good token is served."""
+    reviews = Blocked()
+    auth = with_authentication_and_authorization(
+        reviews, timeout=60, concurrent_reviews=2, waiting_reviews=3
+    )
+    server = HTTPServer("0", registry=CollectorRegistry(), metrics_filter=auth)
+    flood, refused = 2 + 3 + 10, 10
+    answers: list[tuple[int, str | None]] = []
+
+    async def scrape(token: str) -> None:
+        response = await scraper.get("/metrics", headers=_auth(token))
+        answers.append((response.status, response.headers.get("Retry-After")))
+
+    async with TestClient(TestServer(server.app)) as scraper, anyio.create_task_group() as group:
+        for number in range(flood):
+            group.start_soon(scrape, f"bogus-{number}")
+        with anyio.fail_after(5):  # well before the 60 s review timeout
+            while len(answers) < refused:
+                await anyio.sleep(0.01)
+        assert answers == [(429, "1")] * refused
+        assert reviews.in_flight == 2, "the refused requests never reached the apiserver"
+        reviews.released.set()
+        with anyio.fail_after(5):
+            while len(answers) < flood:
+                await anyio.sleep(0.01)
+        assert answers[refused:] == [(401, None)] * (flood - refused)
+        assert (await scraper.get("/metrics", headers=_auth("good"))).status == 200
+
+
+@asyncio_test
+async def test_the_review_deadline_counts_from_the_request_not_from_its_slot() -> None:
+    """With the only slot held by a review that hangs, a request waiting for it is answered
+    within one timeout of its arrival (before: the wait, then a whole timeout more)."""
+    reviews = Blocked()
+    auth = with_authentication_and_authorization(reviews, timeout=1.0, concurrent_reviews=1)
+    server = HTTPServer("0", registry=CollectorRegistry(), metrics_filter=auth)
+    async with TestClient(TestServer(server.app)) as scraper, anyio.create_task_group() as group:
+        group.start_soon(partial(scraper.get, "/metrics", headers=_auth("holder")))
+        with anyio.fail_after(5):
+            while reviews.in_flight < 1:
+                await anyio.sleep(0.01)
+        started = anyio.current_time()
+        response = await scraper.get("/metrics", headers=_auth("waiter"))
+        elapsed = anyio.current_time() - started
+    assert elapsed < 1.5, f"answered after {elapsed:.2f} s, more than one 1 s deadline"
+    # 429 when the slot stays taken past the deadline, 500 when it comes free just before (the
+    # holder's own deadline is a moment earlier) and the review has no time left.
+    assert response.status in (429, 500)
+
+
+@asyncio_test
+async def test_a_slot_not_free_by_the_deadline_is_overloaded_and_frees_its_place() -> None:
+    slots, held, done = ReviewSlots(concurrent=1, waiting=1), anyio.Event(), anyio.Event()
+
+    async def hold() -> None:
+        async with slots.slot(anyio.current_time() + 60):
+            held.set()
+            await done.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(hold)
+        await held.wait()
+        with pytest.raises(ReviewsOverloaded, match="deadline"):
+            async with slots.slot(anyio.current_time() + 0.05):
+                raise AssertionError("no slot was free")
+        assert slots.waiting == 0
+        done.set()
+    async with slots.slot(anyio.current_time() + 0.05):
+        assert slots.waiting == 0, "a free slot is taken without waiting"

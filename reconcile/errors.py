@@ -14,6 +14,7 @@
     ├── Invalid                   422
     ├── TooManyRequests           429, .retry_after from the Retry-After header
     ├── InternalError             500
+    │   └── ResponseTooLarge      the client's own: an answer, or one watch event, over its cap
     ├── ServiceUnavailable        503
     └── ServerTimeout             504, reasons Timeout / ServerTimeout
     NoKindMatch                   the apiserver serves no resource for a kind (a LookupError)
@@ -37,6 +38,7 @@ __all__ = [
     "MethodNotAllowed",
     "NoKindMatch",
     "NotFound",
+    "ResponseTooLarge",
     "ServerTimeout",
     "ServiceUnavailable",
     "TooManyRequests",
@@ -105,6 +107,23 @@ class TooManyRequests(ApiError):
 
 class InternalError(ApiError):
     """500: the apiserver failed."""
+
+
+class ResponseTooLarge(InternalError):
+    """The client stopped reading an answer (or one watch event) longer than its cap of ``limit``
+    bytes: the server, e.g. a compromised member cluster, is not trusted with the reader's memory.
+
+    A 500 InternalError, as client-go reports a watch event its decoder refuses (apimachinery's
+    streaming decoder caps one at 16 MiB; the watch then ends with an InternalError Status, cause
+    ``ClientWatchDecoding``), so callers that handle an apiserver's failure handle this one.
+    """
+
+    def __init__(self, what: str, limit: int) -> None:
+        message = f"{what} exceeded {limit} bytes, the client's cap: not read further"
+        cause = {"type": "ResponseTooLarge", "message": message}
+        status = {"code": 500, "reason": "InternalError", "message": message}
+        super().__init__({**status, "details": {"causes": [cause]}})
+        self.limit = limit
 
 
 class ServiceUnavailable(ApiError):

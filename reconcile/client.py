@@ -37,7 +37,7 @@ import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from reconcile.config import ClusterConfig
-from reconcile.errors import Gone, api_error
+from reconcile.errors import Gone, ResponseTooLarge, api_error
 from reconcile.gvk import GVK, Resource
 from reconcile.objects import (
     METADATA_API_VERSION,
@@ -66,11 +66,13 @@ from reconcile.ratelimit import (
 )
 from reconcile.restmapper import DEFAULT_MIN_REFRESH_INTERVAL, RESTMapper
 from reconcile.transport import Transport
-from reconcile.watch import WATCH_READ_GRACE, WatchEvents
+from reconcile.watch import DEFAULT_MAX_WATCH_EVENT_BYTES, WATCH_READ_GRACE, WatchEvents
 
 __all__ = [
     "Client",
     "DEFAULT_FIELD_MANAGER",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_MAX_WATCH_EVENT_BYTES",
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_REQUEST_TIMEOUT",
     "ListerWatcher",
@@ -88,6 +90,11 @@ DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 """Seconds one request (not a watch) may take in total; None on the client disables it."""
 DEFAULT_PAGE_SIZE: Final = 500
 """Objects per page in ``list_all`` (client-go's pager default)."""
+DEFAULT_MAX_RESPONSE_BYTES: Final = 256 << 20
+"""Bytes of one answer (not a watch) read at most, decompressed: 256 MiB. Generous: a page of 500
+objects at etcd's 1.5 MiB object limit is 750 MiB, but real pages are KBs an object, and a whole
+collection from the watch cache at "0" of 50,000 objects of 5 KB is 250 MB; and finite: decoded,
+that much JSON is already several times its size in Python objects."""
 
 JSON: Final = "application/json"
 _AS_METADATA: Final = ";g=meta.k8s.io;v=v1"
@@ -196,6 +203,29 @@ def _transport_error(response: aiohttp.ClientResponse) -> aiohttp.ClientResponse
     )
 
 
+async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole (decompressed) body of ``response``, but no more than ``limit`` bytes of it.
+
+    Raises:
+        ResponseTooLarge: the body is longer (or says it is); the response is left half-read,
+            for the caller to close.
+    """
+    what = f"the answer of {response.url.host} to {response.method} {response.url.path}"
+    declared = response.content_length
+    # The header counts compressed bytes; gzip never shrinks a body it cannot compress, so a
+    # declared length over the cap is a body over it.
+    if declared is not None and declared > limit:
+        raise ResponseTooLarge(f"{what} (Content-Length {declared})", limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise ResponseTooLarge(what, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _decode_error(response: aiohttp.ClientResponse, raw: bytes) -> Any:
     if raw and response.content_type == JSON:
         try:
@@ -247,6 +277,13 @@ class Client:
     - ``request_timeout``: total seconds per request, watches excepted. Defaults to 60; None = none.
     - ``discovery_refresh_interval``: minimum seconds between refetches of one group version on a
       mapping miss. Defaults to 2.
+    - ``max_response_bytes``: bytes of one answer (watches excepted) read at most, decompressed;
+      more raises ``ResponseTooLarge``. Defaults to 256 MiB.
+    - ``max_watch_event_bytes``: bytes of one watch event (one line of the stream) read at most;
+      more ends the watch with ``ResponseTooLarge``. Defaults to 16 MiB, client-go's cap on one
+      event frame.
+
+    The two caps bound what a server (a member cluster among others) can make the client hold.
     """
 
     def __init__(
@@ -260,12 +297,16 @@ class Client:
         retry: RetryAfter | None = None,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
         discovery_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_watch_event_bytes: int = DEFAULT_MAX_WATCH_EVENT_BYTES,
     ) -> None:
         self.config = config
         self.field_manager = field_manager
         self.limiter: RequestLimiter = limiter or _limiter(qps, burst)
         self.retry = retry or RetryAfter()
         self.request_timeout = request_timeout
+        self.max_response_bytes = max_response_bytes
+        self.max_watch_event_bytes = max_watch_event_bytes
         self.mapper = RESTMapper(self._get_json, min_refresh_interval=discovery_refresh_interval)
         self.write_guard: Callable[[str, str], None] | None = None
         """Called before every request that is not a GET; raises to refuse it (non-leaders)."""
@@ -362,7 +403,7 @@ class Client:
         async def attempt() -> Any:
             response = await self._open(method, path, query, data, content_type, timeout, accept)
             try:
-                raw = await response.read()
+                raw = await _read_capped(response, self.max_response_bytes)
             except BaseException:
                 response.close()  # half-read: the connection cannot go back to the pool
                 raise
@@ -400,11 +441,15 @@ class Client:
 
         Raises:
             aiohttp.ClientError, OSError, TimeoutError: the server could not be reached.
+            ResponseTooLarge: the body is longer than ``max_response_bytes``.
         """
         limit = aiohttp.ClientTimeout(total=timeout or self.request_timeout)
         response = await self._open("GET", path, (), None, JSON, limit)
         try:
-            return response.status, await response.read()
+            return response.status, await _read_capped(response, self.max_response_bytes)
+        except BaseException:
+            response.close()  # half-read: the connection cannot go back to the pool
+            raise
         finally:
             response.release()
 
@@ -965,6 +1010,7 @@ class Client:
             ApiError: the apiserver refused the watch (e.g. Gone for a compacted version).
             NoKindMatch: the kind is not served.
             TimeoutError: while iterating, the stream went silent well past ``timeout_seconds``.
+            ResponseTooLarge: while iterating, an event was longer than ``max_watch_event_bytes``.
         """
         query = query_params(
             watch=True,
@@ -1005,7 +1051,7 @@ class Client:
             )
             if response.status >= 300:
                 try:
-                    raw = await response.read()
+                    raw = await _read_capped(response, self.max_response_bytes)
                 finally:
                     response.close()
                 self._raise_for_status(response, raw)
@@ -1013,7 +1059,7 @@ class Client:
 
         response = await self.retry.run(attempt)
         try:
-            yield WatchEvents(response)
+            yield WatchEvents(response, self.max_watch_event_bytes)
         finally:
             # Closing (not releasing) drops the connection: the stream was not read to its end.
             response.close()

@@ -21,7 +21,7 @@ from controllers.commands.cli import add_command_parsers
 from controllers.duration import parse_duration
 from controllers.eviction.options import FailoverOptions
 from controllers.eviction.task import PURGE_MODES
-from controllers.interpreter.cli import add_interpret_parser
+from controllers.interpreter.cli import add_interpret_parser, lua_workers
 from controllers.interpreter.types import InterpreterError
 from reconcile import (
     DEFAULT_CERT_NAME,
@@ -85,6 +85,14 @@ def _add_controller_manager(commands: argparse._SubParsersAction[argparse.Argume
         type=Path,
         help="directory of ResourceInterpreterCustomization files (e.g. Karmada's third-party "
         "ones), asked before the bundled customizations; a file that does not load is logged",
+    )
+    parser.add_argument(
+        "--interpreter-lua-workers",
+        type=lua_workers,
+        default=2,  # controllers.interpreter.pool.DEFAULT_POOL_SIZE, not imported to parse flags
+        metavar="N",
+        help="worker processes running Lua customization scripts (default 2); one customization's "
+        "calls hold at most half of them, rounded up, while another's wait",
     )
     _add_failover_flags(parser)
     _add_sharding_flags(parser)
@@ -358,6 +366,9 @@ def _controller_manager(args: argparse.Namespace) -> int:
     try:
         cluster_health, failover = _failover(args)
         sharding = _sharding(args)
+        from controllers.interpreter.pool import set_default_pool_size
+
+        set_default_pool_size(args.interpreter_lua_workers)
         anyio.run(
             lambda: run_controller_manager(
                 args.kubeconfig,

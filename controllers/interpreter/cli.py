@@ -50,7 +50,14 @@ from controllers.interpreter.types import (
     Operation,
 )
 
-__all__ = ["MAX_INPUT_DEPTH", "MAX_INPUT_NODES", "add_interpret_parser", "main", "run_interpret"]
+__all__ = [
+    "MAX_INPUT_DEPTH",
+    "MAX_INPUT_NODES",
+    "add_interpret_parser",
+    "lua_workers",
+    "main",
+    "run_interpret",
+]
 
 MAX_INPUT_DEPTH: Final = 200
 """Levels of nesting an input file may have (real objects have a few dozen at most)."""
@@ -63,6 +70,17 @@ _OBSERVED_FIRST: Final = (Operation.INTERPRET_STATUS, Operation.INTERPRET_HEALTH
 
 class _InputError(Exception):
     """A command-line input is missing or unreadable."""
+
+
+def lua_workers(text: str) -> int:
+    """The controller-manager's ``--interpreter-lua-workers``: a count of at least 1."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return count
 
 
 def add_interpret_parser(

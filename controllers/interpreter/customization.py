@@ -19,20 +19,24 @@ bundled third-party customizations are one more set, loaded from the YAML files 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
 
+import anyio
 import yaml
 
 from controllers.interpreter.lua import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, LuaScript
-from controllers.interpreter.pool import WorkerPool
+from controllers.interpreter.pool import DEFAULT_QUEUE_TIMEOUT, KILL_GRACE, WorkerPool
+from controllers.interpreter.pool import default_pool as _default_pool
 from controllers.interpreter.types import (
     AggregatedStatusItem,
     Component,
     DependentObjectReference,
     InvalidCustomization,
+    LuaBusy,
     NotSupported,
     Operation,
     ReplicaRequirements,
@@ -42,6 +46,7 @@ from reconcile import GVK
 
 __all__ = [
     "API_VERSION",
+    "CHECK_TIMEOUT",
     "KIND",
     "RULE_FIELDS",
     "Customization",
@@ -66,6 +71,11 @@ RULE_FIELDS: Final = {
     Operation.INTERPRET_COMPONENT: "componentResource",
 }
 """The ``spec.customizations`` field holding each operation's script."""
+
+CHECK_TIMEOUT: Final = 5.0
+"""Seconds ``CustomizationSet.apply`` may take to check a customization's new scripts, waits for
+a worker included: well under the API server's 10 s admission webhook timeout, since the webhook
+checks a customization the same way."""
 
 Obj = dict[str, Any]
 
@@ -155,9 +165,10 @@ def customizations_from_yaml(text: str) -> list[Obj]:
 class CustomizationSet:
     """Customizations by name, merged per kind and operation, each script run in a worker.
 
-    Implements ``Backend``. ``timeout`` and ``max_memory`` apply to every script's calls, ``pool``
-    (default: the process-wide one) runs them. The customizations given to the constructor are
-    trusted to load (the bundled ones: checked by the tests); ``apply`` checks what it adds.
+    Implements ``Backend``. ``timeout``, ``max_memory`` and ``queue_timeout`` (the wait for a
+    worker) apply to every script's calls, ``pool`` (default: the process-wide one) runs them.
+    The customizations given to the constructor are trusted to load (the bundled ones: checked by
+    the tests); ``apply`` checks what it adds.
     """
 
     def __init__(
@@ -166,10 +177,12 @@ class CustomizationSet:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         max_memory: int = DEFAULT_MAX_MEMORY,
+        queue_timeout: float = DEFAULT_QUEUE_TIMEOUT,
         pool: WorkerPool | None = None,
     ) -> None:
         self.timeout = timeout
         self.max_memory = max_memory
+        self.queue_timeout = queue_timeout
         self.pool = pool
         self._compiled: dict[str, tuple[Customization, dict[Operation, LuaScript]]] = {}
         self._index: dict[GVK, dict[Operation, LuaScript]] = {}
@@ -188,24 +201,39 @@ class CustomizationSet:
         """The names of the customizations held, sorted."""
         return sorted(self._compiled)
 
+    def worker_pool(self) -> WorkerPool:
+        """The pool the scripts run in."""
+        return self.pool or _default_pool()
+
     def get(self, name: str) -> Customization | None:
         """The customization of that name, if held."""
         entry = self._compiled.get(name)
         return entry[0] if entry else None
 
-    async def apply(self, obj: Mapping[str, Any]) -> Customization:
+    async def apply(
+        self, obj: Mapping[str, Any], *, within: float = CHECK_TIMEOUT
+    ) -> Customization:
         """Add a customization, or replace the one of the same name; unchanged scripts are reused.
 
-        New scripts are compiled and their top level run in a worker first; on error the previous
-        version (if any) stays in effect.
+        New scripts are compiled and their top level run in a worker first, all within
+        ``within`` seconds; on error the previous version (if any) stays in effect.
 
         Raises:
             InvalidCustomization: the object is malformed.
             LuaError: a script does not compile or its top level fails.
+            LuaBusy: the scripts could not all be checked within ``within`` seconds.
         """
         customization, scripts, new = self._scripts(parse_customization(obj))
+        deadline = time.monotonic() + within
         for script in new:
-            await script.check()
+            # A check waits for a worker only while its own run (timeout and kill grace) would
+            # still end by the deadline; the cancel scope holds the rest (a worker's start) to it.
+            left = deadline - time.monotonic()
+            wait = left - script.timeout - KILL_GRACE
+            with anyio.move_on_after(left) as scope:
+                await script.check(queue_timeout=max(0.0, wait))
+            if scope.cancelled_caught:
+                raise LuaBusy(script.name, f"its check did not end within {within:g} s")
         self._commit(customization, scripts)
         return customization
 
@@ -228,6 +256,7 @@ class CustomizationSet:
                     name=f"{customization.name}/{RULE_FIELDS[operation]}",
                     timeout=self.timeout,
                     max_memory=self.max_memory,
+                    queue_timeout=self.queue_timeout,
                     pool=self.pool,
                 )
                 new.append(scripts[operation])

@@ -12,7 +12,9 @@ capped at ``max_memory`` per script, a result at ``sandbox.MAX_RESULT_NODES`` va
 
 Every failure is a ``LuaError`` subclass naming the script (``<customization>/<rule>``) and, for a
 limit, the limit: ``LuaSyntaxError``, ``LuaRuntimeError``, ``LuaReturnTypeError``, ``LuaTimeout``,
-``LuaLimitExceeded`` (memory, result size), ``LuaWorkerDied``.
+``LuaLimitExceeded`` (memory, result size), ``LuaWorkerDied``; and from the pool's sharing out of
+its workers, ``LuaBusy`` (no worker free within ``queue_timeout``) and ``LuaQuarantined`` (the
+script kept running out of time: see ``pool``).
 """
 
 from __future__ import annotations
@@ -21,14 +23,21 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from controllers.interpreter.pool import ScriptSpec, WorkerFailure, WorkerPool
+from controllers.interpreter.pool import (
+    DEFAULT_QUEUE_TIMEOUT,
+    ScriptSpec,
+    WorkerFailure,
+    WorkerPool,
+)
 from controllers.interpreter.pool import default_pool as _default_pool
 from controllers.interpreter.types import (
     AggregatedStatusItem,
     Component,
     DependentObjectReference,
+    LuaBusy,
     LuaError,
     LuaLimitExceeded,
+    LuaQuarantined,
     LuaReturnTypeError,
     LuaRuntimeError,
     LuaSyntaxError,
@@ -93,6 +102,7 @@ class LuaScript:
         name: str = "luaScript",
         timeout: float = DEFAULT_TIMEOUT,
         max_memory: int = DEFAULT_MAX_MEMORY,
+        queue_timeout: float = DEFAULT_QUEUE_TIMEOUT,
         pool: WorkerPool | None = None,
     ) -> None:
         self.source = source
@@ -101,26 +111,31 @@ class LuaScript:
         self.name = name
         self.timeout = timeout
         self.max_memory = max_memory
+        self.queue_timeout = queue_timeout
         self._pool = pool
-        self._spec = ScriptSpec(next(_IDENTS), source, self.function, timeout, max_memory)
+        self._spec = ScriptSpec(next(_IDENTS), source, self.function, timeout, max_memory, name)
 
     def __repr__(self) -> str:
         return f"LuaScript({self.name!r}, {self.operation})"
 
-    async def check(self) -> None:
+    async def check(self, queue_timeout: float | None = None) -> None:
         """Compile the script and run its top level in a worker (which keeps it for calls).
+
+        ``queue_timeout`` (default: the script's) bounds the wait for a worker.
 
         Raises:
             LuaSyntaxError: it does not compile or does not define its function.
             LuaRuntimeError, LuaTimeout, LuaLimitExceeded, LuaWorkerDied: its top level failed.
+            LuaBusy: no worker was free in time.
         """
-        self._raise(await self._run(None))
+        self._raise(await self._run(None, queue_timeout))
 
-    async def _run(self, args: list[Any] | None) -> list[Any]:
+    async def _run(self, args: list[Any] | None, queue_timeout: float | None = None) -> list[Any]:
         """The worker's reply to a call on ``args`` (None: a load); process failures raised."""
         pool = self._pool or _default_pool()
+        wait = self.queue_timeout if queue_timeout is None else queue_timeout
         try:
-            return await pool.run(self._spec, args)
+            return await pool.run(self._spec, args, queue_timeout=wait)
         except WorkerFailure as failure:
             raise self._failure(failure) from failure
         except (TypeError, ValueError, RecursionError) as err:
@@ -137,6 +152,10 @@ class LuaScript:
             )
         if failure.reason == "died":
             return LuaWorkerDied(self.name, f"{self.function} did not return: {failure.message}")
+        if failure.reason == "busy":
+            return LuaBusy(self.name, f"{self.function} was not run: {failure.message}")
+        if failure.reason == "quarantined":
+            return LuaQuarantined(self.name, f"{self.function} was not run: {failure.message}")
         return LuaWorkerDied(self.name, failure.message)
 
     async def _call(self, operation: Operation, convert: Callable[[Any], _T], *args: Any) -> _T:

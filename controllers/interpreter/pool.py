@@ -9,6 +9,20 @@ call fails with ``WorkerFailure``; so does a call whose worker died (a C stack o
 the ``RLIMIT_AS`` cap). Only that call fails: a replacement is started at once and boots while the
 failing call returns.
 
+The pool's time is shared out from the parent, not trusted to the scripts. A call waits for a
+worker at most its ``queue_timeout`` (``DEFAULT_QUEUE_TIMEOUT``), then fails with
+``WorkerFailure("busy")`` saying so, instead of queueing for ever behind a hostile script. Calls are
+counted per customization (a script's ``owner``, the part of its name before ``/``): one whose
+customization already holds ``share`` workers (half the pool, rounded up) takes another only while
+no call of another customization waits, so one customization's slow or looping calls leave the
+other half of the pool to everyone else (and the pool still lends all its workers to one
+customization when nobody else waits). A script whose calls ran out of time or lost their worker
+``QUARANTINE_STRIKES`` times within ``STRIKE_WINDOW`` seconds (each a killed worker to replace, or
+a whole time limit spent) is quarantined: its calls fail at once with
+``WorkerFailure("quarantined")`` for ``QUARANTINE_PERIOD`` seconds, twice as long each time it is
+quarantined again soon after (up to ``MAX_QUARANTINE``), and the pool's ``subscribe`` listeners are
+told, to report it. A changed script is a new script: no quarantine carries over to it.
+
 The pool is bound to no event loop and no thread: its state is behind a lock, a call registers
 its pipe with whichever loop awaits it, and a call waiting for a free worker is woken through a
 pipe of its own. Workers die with the thread that started them (``PR_SET_PDEATHSIG``), are killed
@@ -20,14 +34,17 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import itertools
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,18 +58,43 @@ from controllers.interpreter.worker import HEADER
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
+    "DEFAULT_QUEUE_TIMEOUT",
     "DEFAULT_WORKER_MEMORY",
     "KILL_GRACE",
+    "MAX_QUARANTINE",
     "MAX_REPLY",
+    "QUARANTINE_PERIOD",
+    "QUARANTINE_STRIKES",
     "START_TIMEOUT",
+    "STRIKE_WINDOW",
+    "QuarantineListener",
     "ScriptSpec",
     "WorkerFailure",
     "WorkerPool",
     "default_pool",
+    "set_default_pool_size",
 ]
 
 DEFAULT_POOL_SIZE: Final = 2
-"""Worker processes of the default pool (each ~15 MiB resident)."""
+"""Worker processes of the default pool (each ~15 MiB resident); the controller-manager's
+``--interpreter-lua-workers`` sets it (``set_default_pool_size``)."""
+
+DEFAULT_QUEUE_TIMEOUT: Final = 5.0
+"""Seconds a call may wait for a free worker before it fails (its caller retries with backoff)."""
+
+QUARANTINE_STRIKES: Final = 3
+"""Calls of one script that ran out of time or lost their worker, within ``STRIKE_WINDOW``,
+that quarantine it."""
+
+STRIKE_WINDOW: Final = 60.0
+"""Seconds over which a script's strikes are counted."""
+
+QUARANTINE_PERIOD: Final = 30.0
+"""Seconds a script is first quarantined for; doubled each time it is quarantined again within
+``MAX_QUARANTINE`` seconds of the end of the last one."""
+
+MAX_QUARANTINE: Final = 300.0
+"""The longest quarantine."""
 
 DEFAULT_WORKER_MEMORY: Final = 512 * 2**20
 """Address space one worker may map (``RLIMIT_AS``); each script's Lua heap has its own cap."""
@@ -90,19 +132,67 @@ worker.main(sys.argv[3:])
 """
 
 
+QuarantineListener = Callable[[str, str], None]
+"""Told a script's name and why it was quarantined; called in the thread of the call that failed."""
+
+
 @dataclass(frozen=True, slots=True)
 class ScriptSpec:
-    """What a worker needs to compile a script: ``ident`` is unique per script in the process."""
+    """What a worker needs to compile a script: ``ident`` is unique per script in the process.
+
+    ``name`` is ``<customization>/<rule>``; its customization (``owner``) is what the pool shares
+    its workers out by.
+    """
 
     ident: int
     source: str
     function: str
     timeout: float
     max_memory: int
+    name: str = ""
+
+    @property
+    def owner(self) -> str:
+        return self.name.partition("/")[0]
+
+
+@dataclass(slots=True)
+class _Strikes:
+    """A script's recent calls that ran out of time or lost their worker, and its quarantine."""
+
+    name: str
+    times: list[float] = field(default_factory=list)
+    last: str = ""
+    until: float = 0.0
+    period: float = 0.0
+
+
+class _Waiter:
+    """A call waiting for a worker: its customization, its place in line, its wake-up pipe."""
+
+    def __init__(self, owner: str, seq: int) -> None:
+        self.owner = owner
+        self.seq = seq
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.read, False)
+        os.set_blocking(self.write, False)
+
+    def wake(self) -> None:
+        with contextlib.suppress(OSError):  # full: it is readable already
+            os.write(self.write, b"x")
+
+    def drain(self) -> None:
+        with contextlib.suppress(OSError):
+            os.read(self.read, 4096)
+
+    def close(self) -> None:
+        os.close(self.read)
+        os.close(self.write)
 
 
 class WorkerFailure(Exception):
-    """A worker did not answer: ``reason`` is ``timeout``, ``died`` or ``start``."""
+    """A call got no answer: ``reason`` is ``timeout``, ``died`` or ``start`` (its worker),
+    ``busy`` (no worker was free in time) or ``quarantined`` (the script was not run)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -291,44 +381,117 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._count = 0  # workers started and not yet discarded: idle or busy
-        self._waiters: list[int] = []  # write ends of the pipes of calls waiting for a worker
+        self._waiters: list[_Waiter] = []  # calls waiting for a worker, in arrival order
+        self._line = itertools.count()  # places in that line
+        self._running: dict[str, int] = {}  # workers held, by customization
+        self._served: dict[str, int] = {}  # by customization: the grant it last got
+        self._grants = 0
+        self._strikes: dict[int, _Strikes] = {}  # by script ident
+        self._listeners: list[QuarantineListener] = []
         self._dead: list[_Worker] = []  # killed, not yet reaped
         self._closed = False
         self._owner = os.getpid()
+
+    @property
+    def share(self) -> int:
+        """Workers one customization's calls may hold while another's wait: half, rounded up."""
+        return (self.size + 1) // 2
+
+    def subscribe(self, listener: QuarantineListener) -> None:
+        """Tell ``listener`` each time a script is quarantined."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: QuarantineListener) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
 
     def pids(self) -> list[int]:
         """The process ids of the idle workers (for tests and the benchmark)."""
         with self._lock:
             return [w.pid for w in self._idle]
 
-    async def run(self, script: ScriptSpec, args: list[Any] | None) -> list[Any]:
+    async def run(
+        self,
+        script: ScriptSpec,
+        args: list[Any] | None,
+        *,
+        queue_timeout: float = DEFAULT_QUEUE_TIMEOUT,
+    ) -> list[Any]:
         """Call ``script`` on ``args`` in a worker (None: only load it); the worker's reply.
 
-        The reply is ``["ok", value]`` or ``["error", kind, message]`` (see ``worker``).
+        The reply is ``["ok", value]`` or ``["error", kind, message]`` (see ``worker``). The call
+        waits at most ``queue_timeout`` seconds for a worker.
 
         Raises:
-            WorkerFailure: the worker passed the deadline (killed), died, or did not start.
+            WorkerFailure: the script is quarantined, no worker was free in time, or the worker
+                passed the deadline (killed), died, or did not start.
             TypeError, ValueError: an argument has no JSON form (or is nested too deeply).
         """
+        self._refuse_if_quarantined(script)
         load = ["load", script.ident, script.source, script.function, script.timeout,
                 script.max_memory]  # fmt: skip
         request = dumps(load if args is None else ["call", script.ident, args])
-        worker = await self._acquire()
+        worker = await self._acquire(script.owner, queue_timeout)
         healthy = False
         try:
             reply = await self._exchange(worker, request, script.timeout)
-            if reply[0] == "need":  # this worker has not compiled the script yet
+            if reply[0] == "need":  # this worker has not compiled the script (or dropped it)
                 reply = await self._exchange(worker, dumps(load), script.timeout)
                 if reply[0] == "ok":
                     reply = await self._exchange(worker, request, script.timeout)
             healthy = True
-            return reply
+        except WorkerFailure as failure:
+            if failure.reason in ("timeout", "died"):
+                self._strike(script, failure.message)
+            raise
         finally:
-            self._release(worker, healthy)
+            self._release(worker, healthy, script.owner)
+        if reply[0] == "error" and reply[1] == "timeout":  # stopped by the hook: a limit spent
+            self._strike(script, str(reply[2]))
+        return reply
+
+    # --- quarantine -----------------------------------------------------------------------------
+
+    def _refuse_if_quarantined(self, script: ScriptSpec) -> None:
+        now = time.monotonic()
+        with self._lock:
+            strikes = self._strikes.get(script.ident)
+            if strikes is None or strikes.until <= now:
+                return
+            message = _quarantine_message(strikes, now)
+        raise WorkerFailure("quarantined", message)
+
+    def _strike(self, script: ScriptSpec, message: str) -> None:
+        """Count a call that ran out of time or lost its worker; quarantine at the limit."""
+        now = time.monotonic()
+        with self._lock:
+            strikes = self._strikes.setdefault(script.ident, _Strikes(script.name))
+            strikes.times = [t for t in strikes.times if now - t < STRIKE_WINDOW] + [now]
+            strikes.last = message
+            self._forget_old_strikes(now)
+            if len(strikes.times) < QUARANTINE_STRIKES:
+                return
+            # Quarantined again soon after the last one: twice as long.
+            again = strikes.period > 0 and now - strikes.until < MAX_QUARANTINE
+            strikes.period = min(2 * strikes.period, MAX_QUARANTINE) if again else QUARANTINE_PERIOD
+            strikes.until, strikes.times = now + strikes.period, []
+            notice, listeners = _quarantine_message(strikes, now), list(self._listeners)
+        for listener in listeners:
+            listener(script.name, notice)
+
+    def _forget_old_strikes(self, now: float) -> None:
+        # Scripts replaced or gone leave their records behind: keep only what can still count.
+        self._strikes = {
+            ident: s
+            for ident, s in self._strikes.items()
+            if (s.times and now - s.times[-1] < STRIKE_WINDOW)
+            or (s.period and now - s.until < MAX_QUARANTINE)
+        }
 
     async def stats(self) -> dict[str, Any]:
         """One worker's pid, resident memory (``rss_kib``) and imported modules."""
-        worker = await self._acquire()
+        worker = await self._acquire("", START_TIMEOUT)
         healthy = False
         try:
             reply = await self._exchange(worker, dumps(["stats"]), START_TIMEOUT)
@@ -336,7 +499,7 @@ class WorkerPool:
             result: dict[str, Any] = reply[1]
             return result
         finally:
-            self._release(worker, healthy)
+            self._release(worker, healthy, "")
 
     async def _exchange(self, worker: _Worker, request: bytes, timeout: float) -> list[Any]:
         if not worker.ready:
@@ -363,44 +526,121 @@ class WorkerPool:
 
     # --- workers in and out ---------------------------------------------------------------------
 
-    async def _acquire(self) -> _Worker:
-        while True:
-            with self._lock:
-                self._check_owner()
-                if self._closed:
-                    raise WorkerFailure("start", "the interpreter worker pool is closed")
-                self._reap()
-                while self._idle:
-                    worker = self._idle.pop()
-                    if worker.alive():
-                        return worker
-                    # Died idle (its starting thread ended?): not a call's failure, start anew.
-                    self._discard(worker)
-                if self._count < self.size:
-                    self._count += 1
-                    break
-                wake_read, wake_write = os.pipe()
-                self._waiters.append(wake_write)
-            try:
-                await anyio.wait_readable(wake_read)
-            finally:
+    async def _acquire(self, owner: str, queue_timeout: float) -> _Worker:
+        """A worker for a call of ``owner``'s, within ``queue_timeout`` s, in its turn."""
+        deadline = time.monotonic() + queue_timeout
+        waiter: _Waiter | None = None
+        try:
+            while True:
                 with self._lock:
-                    if wake_write in self._waiters:
-                        self._waiters.remove(wake_write)
-                        os.close(wake_write)
-                os.close(wake_read)
+                    self._check_owner()
+                    if self._closed:
+                        raise WorkerFailure("start", "the interpreter worker pool is closed")
+                    self._reap()
+                    if self._first_in_line(owner, waiter):
+                        worker = self._take_idle()
+                        if worker is not None or self._count < self.size:
+                            self._grant(owner, waiter)
+                            if worker is not None:
+                                return worker
+                            self._count += 1
+                            break
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise WorkerFailure("busy", self._busy_message(owner, queue_timeout))
+                    if waiter is None:
+                        waiter = _Waiter(owner, next(self._line))
+                        self._waiters.append(waiter)
+                with anyio.move_on_after(left):
+                    await anyio.wait_readable(waiter.read)
+                waiter.drain()
+        finally:
+            if waiter is not None:
+                with self._lock:
+                    if waiter in self._waiters:  # it gave up: the next in line may be another
+                        self._waiters.remove(waiter)
+                        self._wake()
+                waiter.close()
         try:
             return _Worker(self.memory)
         except BaseException:
             with self._lock:
                 self._count -= 1
+                self._let_go(owner)
                 self._wake()
             raise
 
-    def _release(self, worker: _Worker, healthy: bool) -> None:
+    def _first_in_line(self, owner: str, waiter: _Waiter | None) -> bool:
+        """Whether this call (waiting, or just come: None) is the next to get a worker.
+
+        Under the lock. Calls of a customization holding its ``share`` wait while another's
+        wait; of the others, the customization holding the fewest workers goes first, then the
+        one served longest ago (round robin, so even a pool of one is shared), then the call
+        that has waited longest.
+        """
+        line: list[tuple[str, float]] = [(w.owner, w.seq) for w in self._waiters]
+        me = (owner, waiter.seq if waiter is not None else math.inf)  # one just come: last
+        if waiter is None:
+            line.append(me)
+        eligible = [call for call in line if self._within_share(call[0])]
+        if not eligible:
+            return False
+        first = min(
+            eligible,
+            key=lambda call: (
+                self._running.get(call[0], 0),
+                self._served.get(call[0], -1),
+                call[1],
+            ),
+        )
+        return first == me
+
+    def _within_share(self, owner: str) -> bool:
+        if self._running.get(owner, 0) < self.share:
+            return True
+        return all(w.owner == owner for w in self._waiters)
+
+    def _take_idle(self) -> _Worker | None:
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive():
+                return worker
+            # Died idle (its starting thread ended?): not a call's failure, start anew.
+            self._discard(worker)
+        return None
+
+    def _grant(self, owner: str, waiter: _Waiter | None) -> None:
+        """Count a worker as ``owner``'s and take its call out of the line (under the lock)."""
+        self._running[owner] = self._running.get(owner, 0) + 1
+        self._grants += 1
+        self._served[owner] = self._grants
+        if waiter is not None:
+            self._waiters.remove(waiter)
+
+    def _let_go(self, owner: str) -> None:
+        """A worker of ``owner``'s is back (under the lock); forget an owner with nothing left."""
+        held = self._running.get(owner, 0) - 1
+        if held > 0:
+            self._running[owner] = held
+            return
+        self._running.pop(owner, None)
+        if all(w.owner != owner for w in self._waiters):
+            self._served.pop(owner, None)
+
+    def _busy_message(self, owner: str, queue_timeout: float) -> str:
+        held = self._running.get(owner, 0)
+        own = f", {held} of them with calls of {owner}" if held and owner else ""
+        return (
+            f"no interpreter worker was free within {queue_timeout:g} s "
+            f"({self._count - len(self._idle)} of {self.size} busy{own}; "
+            f"at most {self.share} serve one customization while others wait)"
+        )
+
+    def _release(self, worker: _Worker, healthy: bool, owner: str) -> None:
         """Give a worker back; one whose state is unknown (failed, cancelled) is replaced."""
         replace = False
         with self._lock:
+            self._let_go(owner)
             if healthy and not self._closed and os.getpid() == self._owner:
                 self._idle.append(worker)
             else:
@@ -427,11 +667,9 @@ class WorkerPool:
         self._count -= 1
 
     def _wake(self) -> None:
-        for wake_write in self._waiters:
-            with contextlib.suppress(OSError):
-                os.write(wake_write, b"x")
-            os.close(wake_write)
-        self._waiters.clear()
+        # Every waiter looks again: whose turn it is depends on the customizations' workers.
+        for waiter in self._waiters:
+            waiter.wake()
 
     def _reap(self) -> None:
         self._dead = [w for w in self._dead if w.process.poll() is None]
@@ -439,6 +677,7 @@ class WorkerPool:
     def _check_owner(self) -> None:
         if os.getpid() != self._owner:  # a forked child: these workers are the parent's
             self._idle, self._dead, self._count, self._owner = [], [], 0, os.getpid()
+            self._running, self._served, self._waiters = {}, {}, []
 
     def close(self) -> None:
         """Kill every idle worker and wait for them; busy ones are killed when they return."""
@@ -455,7 +694,16 @@ class WorkerPool:
                 worker.process.wait(max(0.0, deadline - time.monotonic()))
 
 
+def _quarantine_message(strikes: _Strikes, now: float) -> str:
+    return (
+        f"quarantined for another {strikes.until - now:.0f} s ({strikes.period:g} s): "
+        f"{QUARANTINE_STRIKES} of its calls within {STRIKE_WINDOW:g} s ran out of time or lost "
+        f"their worker; the last: {strikes.last}"
+    )
+
+
 _default: WorkerPool | None = None
+_default_size = DEFAULT_POOL_SIZE
 _default_lock = threading.Lock()
 
 
@@ -464,6 +712,18 @@ def default_pool() -> WorkerPool:
     global _default
     with _default_lock:
         if _default is None or _default._owner != os.getpid():
-            _default = WorkerPool()
+            _default = WorkerPool(_default_size)
             atexit.register(_default.close)
         return _default
+
+
+def set_default_pool_size(size: int) -> None:
+    """Size the process-wide pool (``--interpreter-lua-workers``); a running one is resized."""
+    global _default_size
+    if size < 1:
+        raise ValueError(f"a worker pool needs at least one worker, got {size}")
+    with _default_lock:
+        _default_size = size
+        if _default is not None:
+            # Fewer workers: busy ones beyond the size are not replaced once idle ones run out.
+            _default.size = size

@@ -340,12 +340,19 @@ def _lua_type(value: Any) -> str:
 class Sandbox:
     """One script compiled into its own sandboxed Lua 5.1 state; calls run one at a time.
 
+    A call stopped by the time or memory limit may leave half-changed globals or a full heap:
+    the state is then rebuilt (the top level run again) before the call's error is raised, or,
+    with ``reload=False``, ``spent`` is set and rebuilding is left to the owner (the worker drops
+    the script, so its next call reloads it as a request of its own, under its own time limit).
+
     Raises (constructor):
         SandboxError: ``syntax`` (does not compile, or lacks ``function``), ``runtime``,
             ``timeout`` or ``memory`` (its top level failed).
     """
 
-    def __init__(self, source: str, function: str, *, timeout: float, max_memory: int) -> None:
+    def __init__(
+        self, source: str, function: str, *, timeout: float, max_memory: int, reload: bool = True
+    ) -> None:
         if function not in _RETURNS:
             raise SandboxError("syntax", f"no interpreter operation calls {function}")
         self.source = source
@@ -354,6 +361,8 @@ class Sandbox:
         self.max_memory = max_memory
         self._deadline = math.inf
         self._timed_out = False
+        self._reload_when_stopped = reload
+        self.spent = False
         self._load()
 
     # --- the Lua state ------------------------------------------------------------------------
@@ -464,8 +473,10 @@ class Sandbox:
             cause = err
         finally:
             self._deadline = math.inf
-        if reload:
+        if reload and self._reload_when_stopped:
             self._reload()
+        elif reload:
+            self.spent = True
         raise failure from cause
 
     def _reload(self) -> None:

@@ -33,8 +33,10 @@ __all__ = [
     "DependentObjectReference",
     "InterpreterError",
     "InvalidCustomization",
+    "LuaBusy",
     "LuaError",
     "LuaLimitExceeded",
+    "LuaQuarantined",
     "LuaReturnTypeError",
     "LuaRuntimeError",
     "LuaSyntaxError",
@@ -120,6 +122,14 @@ class LuaTimeout(LuaLimitExceeded):
 
 class LuaWorkerDied(LuaError):
     """The worker process running the call died or did not start; the message says how."""
+
+
+class LuaBusy(LuaError):
+    """No interpreter worker was free within the call's queue deadline (retry later)."""
+
+
+class LuaQuarantined(LuaError):
+    """The script was not run: its calls kept running out of time, so it is held back a while."""
 
 
 def _mapping(value: Any, what: str) -> Mapping[str, Any]:

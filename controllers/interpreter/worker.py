@@ -15,7 +15,9 @@ one reply::
     ["stats"]                             → ["ok", {"pid", "rss_kib", "modules"}]
 
 ``need`` asks for a ``load`` of a script this worker does not hold (new worker, or evicted: it keeps
-the ``MAX_SCRIPTS`` most recently used). A worker answers ``["ready", pid]`` once it has started.
+the ``MAX_SCRIPTS`` most recently used, and drops one whose call was stopped by a limit, so its
+top level runs again as a ``load`` of its own, under the pool's kill deadline for that request,
+not inside the failed call's). A worker answers ``["ready", pid]`` once it has started.
 Failures of a script are replies; only what kills the process (a signal, the address-space cap in
 C code) is left for the parent to see.
 """
@@ -121,15 +123,11 @@ class _Server:
         sandbox = self.sandbox
         try:
             if request[0] == "call":
-                script = self.scripts.get(request[1])
-                if script is None:
-                    return ["need"]
-                self.scripts.move_to_end(request[1])
-                return ["ok", script.call(request[2])]
+                return self.call(request[1], request[2])
             if request[0] == "load":
                 _, ident, source, function, timeout, max_memory = request
                 self.scripts[ident] = sandbox.Sandbox(
-                    source, function, timeout=timeout, max_memory=max_memory
+                    source, function, timeout=timeout, max_memory=max_memory, reload=False
                 )
                 while len(self.scripts) > MAX_SCRIPTS:
                     self.scripts.popitem(last=False)
@@ -143,6 +141,17 @@ class _Server:
             return ["error", "memory", "the interpreter worker ran out of memory"]
         except Exception as err:  # whatever a script provokes is its failure, not the worker's
             return ["error", "runtime", f"{type(err).__name__}: {err}"]
+
+    def call(self, ident: int, args: list[Any]) -> list[Any]:
+        script = self.scripts.get(ident)
+        if script is None:
+            return ["need"]
+        self.scripts.move_to_end(ident)
+        try:
+            return ["ok", script.call(args)]
+        finally:
+            if script.spent:  # stopped by a limit: the next call loads it afresh
+                del self.scripts[ident]
 
     def stats(self) -> dict[str, Any]:
         # /proc, not getrusage: ru_maxrss keeps the peak of the image before exec (the parent's).

@@ -229,7 +229,7 @@ class CustomizationSet:
             # A check waits for a worker only while its own run (timeout and kill grace) would
             # still end by the deadline; the cancel scope holds the rest (a worker's start) to it.
             left = deadline - time.monotonic()
-            wait = left - script.timeout - KILL_GRACE
+            wait = min(script.queue_timeout, left - script.timeout - KILL_GRACE)
             with anyio.move_on_after(left) as scope:
                 await script.check(queue_timeout=max(0.0, wait))
             if scope.cancelled_caught:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from controllers.api import AggregatedStatusItem
-from controllers.eviction.jsonpath import JsonPathError, evaluate
+from controllers.eviction.jsonpath import EvaluationBudget, JsonPathError, evaluate
 from controllers.eviction.task import purges_at_once
 
 __all__ = ["StatePreservationError", "injected_labels", "preserved_label_state"]
@@ -44,7 +44,8 @@ def preserved_label_state(
 
     Raises:
         StatePreservationError: ``cluster``'s status is not collected yet, a jsonPath does not
-            parse or names a missing field, or a value is not a valid label value.
+            parse or names a missing field, the rules together cost more than one
+            ``EvaluationBudget``, or a value is not a valid label value.
     """
     rules = _rules(preservation)
     if not rules:
@@ -56,10 +57,12 @@ def preserved_label_state(
             f"the application status has not yet been collected from Cluster({cluster})"
         )
     state = {}
+    # One budget for all the rules: their number (the CRD bounds none) must not multiply it.
+    budget = EvaluationBudget()
     for rule in rules:
         name, path = str(rule.get("aliasLabelName", "")), str(rule.get("jsonPath", ""))
         try:
-            value = evaluate(path, status)
+            value = evaluate(path, status, budget)
         except JsonPathError as error:
             raise StatePreservationError(f"jsonPath {path!r} of {name}: {error}") from error
         if len(value) > 63 or not _LABEL_VALUE.match(value):

@@ -13,7 +13,10 @@ What karmada-webhook's propagationpolicy and clusterpropagationpolicy handlers d
   detector's finalizer.
 - validation (``propagation_policy_problems``): the detector's checks first (the CRD's field types,
   label selectors as Kubernetes validates them: ``controllers.detector.validation``), then Karmada's
-  pkg/util/validation rules (``placement``); the permanent-id label must be there. On update
+  pkg/util/validation rules (``placement``); the permanent-id label must be there; and, beyond
+  Karmada, each state preservation rule's ``jsonPath`` must parse and be at most
+  ``MAX_TEMPLATE_LENGTH`` characters (the controllers run it on their event loop; refused here,
+  the tenant hears why at once instead of from an Event at the first failover). On update
   ``schedulerName`` may not change, nor a permanent id once set, and only problems the policy did
 not have before refuse it (``fields.new_problems``).
 
@@ -36,6 +39,7 @@ from controllers.detector.matching import (
     permanent_id_label,
 )
 from controllers.detector.validation import policy_problems, spec_shape_problems
+from controllers.eviction.jsonpath import MAX_TEMPLATE_LENGTH, JsonPathError, parse
 from controllers.webhook.fields import invalid, new_problems, refuse_if_any, required
 from controllers.webhook.operation import creating_request
 from controllers.webhook.placement import placement_problems
@@ -169,6 +173,33 @@ def _failover_problems(spec: PropagationSpec) -> list[str]:
     return problems
 
 
+def _json_path_problem(path: str, template: object) -> str | None:
+    if not isinstance(template, str):
+        return None  # the CRD's type check has refused it already
+    if len(template) > MAX_TEMPLATE_LENGTH:
+        return invalid(path, template, f"must be no more than {MAX_TEMPLATE_LENGTH} characters")
+    try:
+        parse(template)
+    except JsonPathError as error:
+        return invalid(path, template, f"is not a valid JSONPath template: {error}")
+    return None
+
+
+def _state_preservation_problems(spec: PropagationSpec) -> list[str]:
+    failover = spec.get("failover") or {}
+    problems = []
+    for kind in ("application", "cluster"):
+        behavior = failover.get(kind) if isinstance(failover, Mapping) else None
+        preservation = behavior.get("statePreservation") if isinstance(behavior, Mapping) else None
+        rules = preservation.get("rules") if isinstance(preservation, Mapping) else None
+        for index, rule in enumerate(rules if isinstance(rules, list) else []):
+            path = f"spec.failover.{kind}.statePreservation.rules[{index}].jsonPath"
+            template = rule.get("jsonPath") if isinstance(rule, Mapping) else None
+            if problem := _json_path_problem(path, template):
+                problems.append(problem)
+    return problems
+
+
 def _preemption_problems(spec: PropagationSpec) -> list[str]:
     if spec.get("preemption") != "Always":
         return []
@@ -201,6 +232,7 @@ def propagation_policy_problems(policy: Mapping[str, Any]) -> list[str]:
     spec = propagation_spec(policy)
     problems += placement_problems(spec.get("placement") or {}, "spec.placement")
     problems += _failover_problems(spec)
+    problems += _state_preservation_problems(spec)
     problems += _preemption_problems(spec)
     problems += _suspension_problems(spec)
     key = permanent_id_label(dict(policy))

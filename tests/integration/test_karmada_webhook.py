@@ -136,3 +136,39 @@ async def test_reconcile_webhook_admits_policies(
     serving = await _install(webhooks)
     async with _webhook_process(host, serving):
         await _refused_and_defaulted(karmada_client, namespace)
+
+
+async def test_a_state_preservation_json_path_that_is_too_long_or_does_not_parse_is_refused(
+    host: ControlPlane,
+    webhooks: WebhookInstaller,
+    karmada_client: Client,
+    namespace: str,
+) -> None:
+    # #26 item 2: the controller runs the template on its event loop at each failover.
+    serving = await _install(webhooks)
+    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
+    manager = await manager_of(host, webhook_server=server)
+    build(manager, controllers=["webhook"])
+
+    def failing_over(name: str, json_path: str) -> dict[str, object]:
+        rule = {"aliasLabelName": "job-id", "jsonPath": json_path}
+        application = {
+            "decisionConditions": {"tolerationSeconds": 10},
+            "purgeMode": "Immediately",
+            "statePreservation": {"rules": [rule]},
+        }
+        selectors = deployment_selector("web")
+        failover = {"application": application}
+        return propagation_policy(
+            name, namespace, selectors, {}, propagateDeps=True, failover=failover
+        )
+
+    field = "spec.failover.application.statePreservation.rules[0].jsonPath"
+    async with running(manager):
+        hostile = "{[?(@" + " " * 500 + "==" + " " * 500 + "x]}"
+        with pytest.raises(ApiError, match="is not a valid JSONPath template") as refused:
+            await karmada_client.create(failing_over("hostile", hostile))
+        assert field in str(refused.value)
+        with pytest.raises(ApiError, match="Too long") as refused:
+            await karmada_client.create(failing_over("long", "{.a}" + "x" * 1024))
+        assert field in str(refused.value)

@@ -9,6 +9,13 @@ existing member; ``remove`` and ``replace`` need their target; array indices may
 ``test`` compares as JSON does (``true`` is not ``1``). The document passed in is never changed;
 every failure is a ``JsonPatchError`` naming the operation and the pointer.
 
+A patch is often someone else's (an interpreter webhook's answer), so what applying it may cost is
+bounded from outside the patch, as kube-apiserver bounds it: ``copy`` operations may together add
+at most ``max_copy_bytes`` of JSON (default ``MAX_COPY_BYTES``; eighteen copies of the whole
+document into itself are 2**18 times its size), and ``max_operations`` caps the operations
+(``MAX_OPERATIONS`` for patches from outside). ``add``, ``replace`` and ``test`` carry their values
+in the patch, so the patch's own size bounds them.
+
 ``create_json_patch`` goes the other way, as gomodules.xyz/jsonpatch does for controller-runtime's
 admission responses: the operations that turn one document into another.
 """
@@ -22,6 +29,8 @@ from reconcile.store import deep_copy
 
 __all__ = [
     "JSON_PATCH_OPERATIONS",
+    "MAX_COPY_BYTES",
+    "MAX_OPERATIONS",
     "JsonPatchError",
     "apply_json_patch",
     "create_json_patch",
@@ -31,6 +40,13 @@ __all__ = [
 
 JSON_PATCH_OPERATIONS: Final = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 """Every RFC 6902 operation."""
+MAX_COPY_BYTES: Final = 3 * 1024 * 1024
+"""How much JSON the ``copy`` operations of one patch may add together (3 MiB): kube-apiserver's
+``JSONPatchMaxCopyBytes`` default (k8s.io/apiserver/pkg/server/config.go, twice etcd's 1.5 MiB
+request limit), which it sets as evanphx/json-patch's ``AccumulatedCopySizeLimit``."""
+MAX_OPERATIONS: Final = 10_000
+"""The most operations a patch from outside may hold: kube-apiserver's
+``maxJSONPatchOperations`` (k8s.io/apiserver/pkg/endpoints/handlers/patch.go)."""
 
 
 class JsonPatchError(ValueError):
@@ -157,7 +173,49 @@ def _operand(operation: Mapping[str, Any], key: str) -> Any:
     return operation[key]
 
 
-def _apply_one(document: Any, operation: Mapping[str, Any]) -> Any:
+def _encoded_size(value: Any, limit: int) -> int:
+    """About the length of ``value``'s compact JSON encoding (escapes not counted), counted only
+    until it passes ``limit``: sizing a huge value costs no more than the limit."""
+    size, pending = 0, [value]
+    while pending and size <= limit:
+        item = pending.pop()
+        if isinstance(item, dict):
+            # Braces, and per member its quoted key, a colon and a comma.
+            size += 2 + sum(len(key) + 4 for key in item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            size += 2 + len(item)
+            pending.extend(item)
+        elif isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, bool) or item is None:
+            size += 5
+        elif isinstance(item, int):
+            size += item.bit_length() // 3 + 2  # no str(): it refuses ints over 4,300 digits
+        else:
+            size += len(repr(item))
+    return size
+
+
+class _CopyBudget:
+    """What the ``copy`` operations of one patch may still add (None: no bound)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.copied = 0
+
+    def take(self, value: Any) -> None:
+        if self.limit is None:
+            return
+        self.copied += _encoded_size(value, self.limit - self.copied)
+        if self.copied > self.limit:
+            raise JsonPatchError(
+                f"the copy operations add more than {self.limit} bytes (the accumulated copy "
+                "size limit)"
+            )
+
+
+def _apply_one(document: Any, operation: Mapping[str, Any], copies: _CopyBudget) -> Any:
     op, path = operation.get("op"), parse_pointer(_operand(operation, "path"))
     if op == "add":
         return _add(document, path, deep_copy(_operand(operation, "value")))
@@ -170,8 +228,11 @@ def _apply_one(document: Any, operation: Mapping[str, Any]) -> Any:
         source = parse_pointer(_operand(operation, "from"))
         if op == "move" and path[: len(source)] == source and path != source:
             raise JsonPatchError("cannot move a value into one of its own children")
-        value = _remove(document, source) if op == "move" else deep_copy(_walk(document, source))
-        return _add(document, path, value)
+        if op == "move":
+            return _add(document, path, _remove(document, source))
+        value = _walk(document, source)
+        copies.take(value)  # before the copy is made: it may be what the bound is for
+        return _add(document, path, deep_copy(value))
     if op == "test":
         if not _json_equal(_walk(document, path), _operand(operation, "value")):
             raise JsonPatchError(f"the value is not {operation['value']!r}")
@@ -180,31 +241,59 @@ def _apply_one(document: Any, operation: Mapping[str, Any]) -> Any:
 
 
 def apply_json_patch(
-    document: Any, operations: Any, *, allowed: Collection[str] = JSON_PATCH_OPERATIONS
+    document: Any,
+    operations: Any,
+    *,
+    allowed: Collection[str] = JSON_PATCH_OPERATIONS,
+    max_copy_bytes: int | None = MAX_COPY_BYTES,
+    max_operations: int | None = None,
 ) -> Any:
     """A copy of ``document`` with the RFC 6902 ``operations`` applied in order.
 
     ``allowed`` limits the operations accepted (Karmada's overriders take add, remove and
-    replace only).
+    replace only). ``max_copy_bytes`` bounds the JSON all ``copy`` operations add together
+    (default ``MAX_COPY_BYTES``, kube-apiserver's; None: no bound, evanphx/json-patch's own
+    default); ``max_operations`` bounds their number (default: none; ``MAX_OPERATIONS`` is
+    kube-apiserver's).
 
     Raises:
-        JsonPatchError: the patch is not a list of operations, an operation is not allowed, or
-            one cannot be applied; ``document`` is left as it was.
+        JsonPatchError: the patch is not a list of operations, has more than ``max_operations``,
+            an operation is not allowed or cannot be applied, the copies pass
+            ``max_copy_bytes``, or the result nests too deeply to copy; ``document`` is left as
+            it was.
     """
     if not isinstance(operations, list):
-        raise JsonPatchError(f"a JSON patch is a list of operations, got {operations!r}")
-    result = deep_copy(document)
+        raise JsonPatchError(f"a JSON patch is a list of operations, got {_shown(operations)}")
+    if max_operations is not None and len(operations) > max_operations:
+        raise JsonPatchError(
+            f"the patch has {len(operations)} operations, more than {max_operations}"
+        )
+    try:
+        return _apply_all(deep_copy(document), operations, allowed, _CopyBudget(max_copy_bytes))
+    except RecursionError:
+        # add can nest a value inside another up to any depth; copying it then recurses.
+        raise JsonPatchError("the patched document is nested too deeply") from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _apply_all(
+    result: Any, operations: list[Any], allowed: Collection[str], copies: _CopyBudget
+) -> Any:
     for number, operation in enumerate(operations):
         # Numbered only when there is more than one to tell apart.
         where = f"operation {number}: " if len(operations) > 1 else ""
         if not isinstance(operation, Mapping):
-            raise JsonPatchError(f"{where}{operation!r} is not an object")
+            raise JsonPatchError(f"{where}{_shown(operation)} is not an object")
         op = operation.get("op")
         if op not in allowed:
             wanted = ", ".join(sorted(allowed))
             raise JsonPatchError(f"{where}{op!r} is not allowed (want {wanted})")
         try:
-            result = _apply_one(result, operation)
+            result = _apply_one(result, operation, copies)
         except JsonPatchError as error:
             raise JsonPatchError(f"{where}{op} {operation.get('path')}: {error}") from None
     return result

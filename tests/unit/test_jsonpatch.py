@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from reconcile import JsonPatchError, apply_json_patch, parse_pointer, resolve_pointer
+from reconcile.jsonpatch import MAX_COPY_BYTES, MAX_OPERATIONS
 
 DOCUMENT: dict[str, Any] = {
     "metadata": {"labels": {"app": "web", "app.kubernetes.io/name": "web"}},
@@ -189,3 +190,46 @@ def test_allowed_limits_the_operations() -> None:
 def test_a_patch_is_a_list() -> None:
     with pytest.raises(JsonPatchError, match="list of operations"):
         apply_json_patch(DOCUMENT, {"op": "add"})
+
+
+# --- bounds: a patch from outside (an interpreter webhook's answer) -----------------------------
+
+
+def _doubling(copies: int) -> list[dict[str, Any]]:
+    # Each copy of /a into itself doubles it: 747 bytes of patch were 6.3 MB after 18.
+    return [{"op": "copy", "from": "/a", "path": "/a/-"}] * copies
+
+
+def test_copies_past_the_accumulated_copy_size_limit_are_refused() -> None:
+    document = {"a": ["x" * 24]}
+    # 2**16 strings of 26 bytes: under the 3 MiB default.
+    assert len(str(apply_json_patch(document, _doubling(16)))) > 1_000_000
+    with pytest.raises(JsonPatchError, match="more than 3145728 bytes") as refused:
+        apply_json_patch(document, _doubling(22))
+    assert str(refused.value).startswith("operation 16: copy /a/-: ")  # the 17th
+    assert MAX_COPY_BYTES == 3 * 1024 * 1024  # kube-apiserver's JSONPatchMaxCopyBytes
+
+
+def test_the_limit_counts_each_copy_as_its_json_encoding() -> None:
+    # evanphx/json-patch's own case: a 49-character string is 51 bytes with its quotes.
+    document = {"foo": ["A", "A" * 49]}
+    once = [{"op": "copy", "path": "/foo/-", "from": "/foo/1"}]
+    assert apply_json_patch(document, once, max_copy_bytes=100)["foo"][2] == "A" * 49
+    with pytest.raises(JsonPatchError, match="more than 100 bytes"):
+        apply_json_patch(document, once * 2, max_copy_bytes=100)
+    assert len(apply_json_patch(document, once * 50, max_copy_bytes=None)["foo"]) == 52
+
+
+def test_max_operations_bounds_the_patch() -> None:
+    tests = [{"op": "test", "path": "/spec/tilde~0key", "value": 1}] * (MAX_OPERATIONS + 1)
+    assert apply_json_patch(DOCUMENT, tests) == DOCUMENT
+    with pytest.raises(JsonPatchError, match="10001 operations, more than 10000"):
+        apply_json_patch(DOCUMENT, tests, max_operations=MAX_OPERATIONS)
+
+
+def test_a_value_nested_past_the_recursion_limit_is_a_patch_error() -> None:
+    deep: Any = 1
+    for _ in range(5_000):
+        deep = [deep]
+    with pytest.raises(JsonPatchError, match="nested too deeply"):
+        apply_json_patch(DOCUMENT, [{"op": "add", "path": "/deep", "value": deep}])

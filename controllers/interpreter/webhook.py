@@ -73,6 +73,7 @@ from controllers.interpreter.types import (
     ReplicaRequirements,
 )
 from reconcile import GVK, JsonPatchError, apply_json_patch
+from reconcile.jsonpatch import MAX_COPY_BYTES, MAX_OPERATIONS
 
 __all__ = [
     "CONTEXT_API_VERSION",
@@ -502,7 +503,10 @@ def _patched(obj: Obj, response: Mapping[str, Any]) -> Obj:
 
 def _apply_patch(obj: Obj, operations: list[Any]) -> Obj:
     """A copy of ``obj`` with RFC 6902 ``operations`` applied. Raises: JsonPatchError."""
-    patched = apply_json_patch(obj, operations)
+    # kube-apiserver's bounds on a patch (copies, operations): the answer is someone else's.
+    patched = apply_json_patch(
+        obj, operations, max_copy_bytes=MAX_COPY_BYTES, max_operations=MAX_OPERATIONS
+    )
     if not isinstance(patched, dict):
         raise JsonPatchError("the patched object is not a JSON object")
     return patched

@@ -5,6 +5,9 @@ JSON, the wrong kind, another uid, replicas of the wrong type, a patch that is n
 does not apply, a raw status that is not an object), every operation of ``WebhookBackend`` must
 return a valid result or raise an ``InterpreterError`` subclass. The transport is replaced by one
 that answers the generated body to the request it was given, so no server is needed.
+
+Patches include chains of ``copy`` operations, each of which may double the object (#26 item 4):
+applied with any copy bound, they give a result within it or a ``JsonPatchError``, never more.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from hypothesis import strategies as st
 
 from controllers.interpreter import AggregatedStatusItem, InterpreterError, ReplicaRequirements
 from controllers.interpreter.webhook import InterpreterWebhook, WebhookBackend
+from reconcile.jsonpatch import MAX_COPY_BYTES, JsonPatchError, apply_json_patch
 from tests.fuzz.strategies import MALFORMED, fuzz_settings, json_values, mostly, nasty_text, within
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -54,14 +58,25 @@ def _patch(operations: Any) -> str:
     return base64.b64encode(json.dumps(operations).encode()).decode()
 
 
-operations = st.lists(
-    st.fixed_dictionaries(
-        {"op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "x"]),
-         "path": st.sampled_from(["/spec/replicas", "/metadata/labels", "", "/a/b", "/spec/-"]),
-         "value": json_values},
-    ),
-    max_size=3,
+_POINTERS = ["/spec/replicas", "/metadata/labels", "", "/a/b", "/spec/-", "/spec", "/spec/x",
+             "/spec/x/-", "/spec/template", "/metadata/labels/copy"]  # fmt: skip
+single = st.fixed_dictionaries(
+    {"op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "x"]),
+     "path": st.sampled_from(_POINTERS),
+     "value": json_values},
+    optional={"from": st.sampled_from(_POINTERS)},
 )  # fmt: skip
+# A list under /spec/x, then copies of the object's parts into it and of it into itself: each
+# copy of /spec/x doubles it.
+copy_chains = st.lists(
+    st.fixed_dictionaries(
+        {"op": st.just("copy"),
+         "from": st.sampled_from(["/spec/x", "/spec/x", "/spec", "/metadata", ""]),
+         "path": st.sampled_from(["/spec/x/-"] * 4 + ["/spec/x/0", "/metadata/copy"])},
+    ),
+    max_size=40,
+).map(lambda chain: [{"op": "add", "path": "/spec/x", "value": []}, *chain])  # fmt: skip
+operations = st.one_of(st.lists(single, max_size=3), copy_chains)
 field_values: dict[str, st.SearchStrategy[Any]] = {
     "successful": mostly(st.just(True), st.one_of(st.just(False), MALFORMED)),
     "status": st.one_of(
@@ -162,3 +177,27 @@ async def test_every_reply_gives_a_result_or_an_interpreter_error(
         assert isinstance(outcome, list)
     elif operation != "reflect_status":
         assert isinstance(outcome, dict)
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value))  # not orjson: the values hold integers past 64 bits
+
+
+@fuzz_settings(max_examples=300)
+@given(
+    patch=st.one_of(copy_chains, st.lists(single, max_size=6)),
+    limit=st.sampled_from([0, 100, 4096, 65_536, 1_000_000, MAX_COPY_BYTES]),
+)
+async def test_copies_stay_within_the_bound_or_raise_a_patch_error(
+    patch: list[dict[str, Any]], limit: int
+) -> None:
+    with within(5):
+        try:
+            patched = apply_json_patch(DEPLOYMENT, patch, max_copy_bytes=limit)
+        except JsonPatchError:
+            event("JsonPatchError")
+            return
+    event("applied")
+    # The copies add at most ``limit`` bytes as the library counts them (characters, escapes
+    # aside: up to 6 bytes each once encoded); everything else came in with the patch.
+    assert _size(patched) <= _size(DEPLOYMENT) + _size(patch) + 6 * limit

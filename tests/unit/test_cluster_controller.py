@@ -21,6 +21,7 @@ from controllers.cluster import (
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
+from controllers.cluster.binding import owner_reference
 from controllers.cluster.secrets import SECRET, cluster_secret_cache
 from reconcile import EVENT_GVK, Manager, ManagerOptions, Request, Result, get_condition
 from testenv import FakeClient, eventually
@@ -31,11 +32,16 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 HOURLY = ClusterStatusOptions(update_frequency=3600, failure_threshold=0, success_threshold=0)
 
 
-def secret(token: bytes) -> dict[str, Any]:
+def secret(token: bytes, owner: dict[str, Any] | None = None, name: str = "m") -> dict[str, Any]:
+    """Secret ``name`` holding ``token``, bound to the Cluster ``owner`` (as join binds it)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": "karmada-cluster"}
+    if owner is not None:
+        meta = owner["metadata"]
+        metadata["ownerReferences"] = [owner_reference(meta["name"], meta["uid"])]
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "m", "namespace": "karmada-cluster"},
+        "metadata": metadata,
         "data": {"token": base64.b64encode(token).decode()},
     }
 
@@ -101,8 +107,8 @@ async def test_a_non_utf8_token_is_reported_and_not_retried_until_the_secret_cha
     tmp_path: Path,
 ) -> None:
     async with running(tmp_path) as env:
-        await env.fake.create(secret(b"\xff\xfe-not-text"))
-        await env.fake.create(cluster())
+        created = await env.fake.create(cluster())
+        await env.fake.create(secret(b"\xff\xfe-not-text", created))
         condition = await env.ready("InvalidSecret")
         assert condition["status"] == "False"
         assert "data.token is not UTF-8 text" in condition["message"]
@@ -116,7 +122,7 @@ async def test_a_non_utf8_token_is_reported_and_not_retried_until_the_secret_cha
         assert await env.status.reconcile(Request("m")) == Result(requeue_after=3600)
 
         # Fixing the Secret is what brings the Cluster back.
-        await env.fake.update(secret(b"a-usable-token"))
+        await env.fake.update(secret(b"a-usable-token", created))
         await env.connected()
         await env.ready("ClusterNotReachable")
 
@@ -151,10 +157,33 @@ async def test_the_cluster_controller_alone_reconnects_when_a_missing_secret_app
     tmp_path: Path,
 ) -> None:
     async with running(tmp_path, with_status=False) as env:
-        await env.fake.create(cluster())
+        created = await env.fake.create(cluster())
         await env.warning("Secret karmada-cluster/m not found")
         assert env.registry.get("m") is None
-        await env.fake.create(secret(b"a-usable-token"))
+        await env.fake.create(secret(b"a-usable-token", created))
+        await env.connected()
+
+
+async def test_a_cluster_naming_another_clusters_secret_is_refused_until_it_names_its_own(
+    tmp_path: Path,
+) -> None:
+    """#26 item 6: Ready=False SecretNotBound and an Event, no connection with that token."""
+    async with running(tmp_path) as env:
+        other = await env.fake.create({**cluster(), "metadata": {"name": "other"}})
+        await env.fake.create(secret(b"others-token", other, name="other"))
+        reference = {"namespace": "karmada-cluster", "name": "other"}
+        mine = await env.fake.create(cluster(apiEndpoint="127.0.0.2:1", secretRef=reference))
+        condition = await env.ready("SecretNotBound")
+        assert condition["status"] == "False"
+        words = "Secret karmada-cluster/other is bound to Cluster 'other', not to Cluster m"
+        assert words in condition["message"]
+        await env.warning(words)
+        assert env.registry.get("m") is None
+        # Its own Secret, bound to it: connected (the watch on Secrets brings it back).
+        await env.fake.create(secret(b"my-token", mine))
+        mine = await env.fake.get(CLUSTER_GVK, "m")
+        mine["spec"]["secretRef"]["name"] = "m"
+        await env.fake.update(mine)
         await env.connected()
 
 

@@ -105,24 +105,26 @@ def _time(value: object) -> float | None:
 
 
 def expiry_verdict(lifetime: TokenLifetime, now: float) -> ExpiryVerdict:
-    """The TokenExpiring condition for a token of ``lifetime`` at ``now`` (Unix seconds)."""
-    left = lifetime.expires - now
+    """The TokenExpiring condition for a token of ``lifetime`` at ``now`` (Unix seconds).
+
+    The message names times, not what is left, so it changes only with the token (the status is
+    written when it changes).
+    """
     when = _iso(lifetime.expires)
     renew = "renew it with `reconcile join NAME --refresh`"
-    if left <= 0:
+    if lifetime.expires <= now:
         return ExpiryVerdict(
             "True", TOKEN_EXPIRED, f"the member's token expired at {when}: {renew}"
         )
-    span = f"issued {_iso(lifetime.issued)}, " if lifetime.issued is not None else ""
+    issued = f"issued {_iso(lifetime.issued)}, " if lifetime.issued is not None else ""
     window = warning_window(lifetime)
-    if left < window:
+    if lifetime.expires - now < window:
         message = (
-            f"the member's token ({span}expires {when}) has {_duration(left)} left; the member "
-            f"becomes unreachable when it lapses: {renew}"
+            f"the member's token ({issued}expires {when}) is in its last {_duration(window)}; "
+            f"the member becomes unreachable when it lapses: {renew}"
         )
         return ExpiryVerdict("True", TOKEN_EXPIRES_SOON, message)
-    message = f"the member's token ({span}expires {when}) has {_duration(left)} left"
-    return ExpiryVerdict("False", TOKEN_VALID, message)
+    return ExpiryVerdict("False", TOKEN_VALID, f"the member's token ({issued}expires {when})")
 
 
 def warning_window(lifetime: TokenLifetime) -> float:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 
 from controllers.api import CLUSTER_GVK, READY_CONDITION, crd_paths
@@ -22,6 +24,7 @@ from controllers.cluster import (
     setup_cluster_status_controller,
 )
 from controllers.cluster.binding import owner_reference
+from controllers.cluster.expiry import TOKEN_EXPIRES_SOON, TOKEN_EXPIRING_CONDITION, TOKEN_VALID
 from controllers.cluster.secrets import SECRET, cluster_secret_cache
 from reconcile import EVENT_GVK, Manager, ManagerOptions, Request, Result, get_condition
 from testenv import FakeClient, eventually
@@ -219,3 +222,65 @@ async def test_refused_clusters_say_why_in_ready_and_an_event(
         assert words in condition["message"]
         await env.warning(words)
         assert env.registry.get("m") is None
+
+
+def _jwt(lifetime: float) -> bytes:
+    """A token as kube-apiserver issues it: a JWT whose iat is now and exp ``lifetime`` later."""
+    now = int(time.time())
+    claims = orjson.dumps({"iat": now, "exp": now + int(lifetime)})
+    parts = (b'{"alg":"RS256"}', claims, b"signature")
+    return b".".join(base64.urlsafe_b64encode(part).rstrip(b"=") for part in parts)
+
+
+async def _expiring(env: Running, status: str, reason: str) -> dict[str, Any]:
+    async def matches() -> dict[str, Any] | None:
+        condition = get_condition(await env.fake.get(CLUSTER_GVK, "m"), TOKEN_EXPIRING_CONDITION)
+        wanted = condition and (condition["status"], condition["reason"]) == (status, reason)
+        return dict(condition) if wanted else None
+
+    return await eventually(matches, timeout=10)
+
+
+async def _events(env: Running, reason: str) -> list[dict[str, Any]]:
+    listed = (await env.fake.list(EVENT_GVK, namespace="default"))["items"]
+    return [event for event in listed if event["reason"] == reason]
+
+
+async def test_a_token_near_its_expiry_is_a_condition_and_one_event_until_renewed(
+    tmp_path: Path,
+) -> None:
+    """#26 item 7: a member that capped the token to an hour; the renewal clears the warning."""
+    async with running(tmp_path) as env:
+        created = await env.fake.create(cluster())
+        await env.fake.create(secret(_jwt(3600), created))
+        condition = await _expiring(env, "True", TOKEN_EXPIRES_SOON)
+        assert "reconcile join NAME --refresh" in condition["message"]
+
+        async def warned() -> list[dict[str, Any]]:
+            return await _events(env, TOKEN_EXPIRES_SOON)
+
+        (event,) = await eventually(warned, timeout=10)
+        assert event["type"] == "Warning"
+        assert event["message"] == condition["message"]
+        assert env.status is not None
+        await env.status.reconcile(Request("m"))  # probed again: still one Event
+        assert len(await _events(env, TOKEN_EXPIRES_SOON)) == 1
+        assert (await _events(env, TOKEN_EXPIRES_SOON))[0].get("count", 1) == 1
+
+        await env.fake.update(secret(_jwt(365 * 86400), created))  # join --refresh's write
+        condition = await _expiring(env, "False", TOKEN_VALID)
+        assert "expires" in condition["message"]
+
+
+async def test_a_token_without_a_known_expiry_has_no_condition(tmp_path: Path) -> None:
+    async with running(tmp_path) as env:
+        created = await env.fake.create(cluster())
+        await env.fake.create(secret(_jwt(3600), created))
+        await _expiring(env, "True", TOKEN_EXPIRES_SOON)
+        await env.fake.update(secret(b"an-opaque-token", created))
+
+        async def gone() -> bool:
+            cluster = await env.fake.get(CLUSTER_GVK, "m")
+            return get_condition(cluster, TOKEN_EXPIRING_CONDITION) is None
+
+        await eventually(gone, timeout=10)

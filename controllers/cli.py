@@ -457,29 +457,38 @@ def _add_join(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         default=MemberOptions().cluster_namespace,
         help="host namespace for the member's Secret (default karmada-cluster)",
     )
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="only renew the token: a new one from the member into the Cluster's Secret",
+    )
     parser.set_defaults(func=_join)
 
 
 def _join(args: argparse.Namespace) -> int:
-    from controllers.join import join_cluster
+    from controllers.join import JoinError, join_cluster, refresh_token
     from reconcile import ApiError, Client, ClusterConfig
 
     async def run() -> None:
         host = await ClusterConfig.load(args.kubeconfig, context=args.context)
+        member = {
+            "member_kubeconfig": args.cluster_kubeconfig,
+            "member_context": args.cluster_context,
+            "cluster_namespace": args.cluster_namespace,
+        }
         async with Client(host, field_manager="reconcile-join") as client:
+            if args.refresh:
+                result = await refresh_token(args.name, host=client, **member)
+                print(f"token renewed: {result.summary()}")
+                return
             result = await join_cluster(
-                args.name,
-                host=client,
-                member_kubeconfig=args.cluster_kubeconfig,
-                member_context=args.cluster_context,
-                endpoint=args.cluster_endpoint,
-                cluster_namespace=args.cluster_namespace,
+                args.name, host=client, endpoint=args.cluster_endpoint, **member
             )
-        print(f"cluster {result.name} joined: endpoint {result.endpoint}, secret {result.secret}")
+        print(f"joined: {result.summary()}")
 
     try:
         anyio.run(run)
-    except (ConfigError, ApiError, OSError) as error:
+    except (ConfigError, ApiError, OSError, JoinError) as error:
         print(f"join {args.name}: {error}", file=sys.stderr)
         return 1
     return 0

@@ -17,6 +17,9 @@ credentials, so what a Cluster may ask for is bounded (``MemberOptions``):
   (``karmada-cluster``, Karmada's default; ``--cluster-namespace``, Karmada's flag name), so the
   controller-manager needs to read Secrets there and nowhere else. The impersonator Secret is not
   used (there is no impersonation), but a reference elsewhere is refused all the same.
+- the Secret is bound to the Cluster: a controller ownerReference to it, name and uid, as
+  ``karmadactl join`` writes (``binding``); else another Cluster's writer could have this one's
+  token sent to an endpoint of their choosing. Checked before the token is read.
 - the Secret's ``token`` is printable ASCII once surrounding whitespace is trimmed (it becomes an
   Authorization header); a ``caBundle``, when given, holds PEM certificates and is then the only
   trust root (without one, the system's roots are used).
@@ -54,6 +57,8 @@ from controllers.api import (
     SECRET_TOKEN_KEY,
     cluster_spec,
 )
+from controllers.cluster.binding import SECRET_NOT_BOUND, binding_problem
+from controllers.cluster.expiry import TokenLifetime, token_lifetime
 from reconcile import (
     GVK,
     Cluster,
@@ -70,6 +75,7 @@ __all__ = [
     "INVALID_ENDPOINT",
     "INVALID_KUBECONFIG",
     "INVALID_SECRET",
+    "SECRET_NOT_BOUND",
     "SECRET_NOT_FOUND",
     "SECRET_NOT_READABLE",
     "SECRET_REF_NOT_ALLOWED",
@@ -308,9 +314,12 @@ class MemberRegistry:
         self.options = options or MemberOptions()
         self._scratch = scratch
         self._fingerprints: dict[str, str] = {}
+        self._lifetimes: dict[str, TokenLifetime | None] = {}
         self._listeners: list[Callable[[str], None]] = []
         # The cluster and member-connections controllers both ensure a member: one at a time, so
-        # the second finds the first's connection instead of replacing it.
+        # the second finds the first's connection instead of replacing it. A lock lives while
+        # its member is registered or an ensure holds or awaits it (``_prune_lock``), so Clusters
+        # that come and go, or never connect, leave none behind.
         self._locks: dict[str, anyio.Lock] = {}
 
     def on_connected(self, listener: Callable[[str], None]) -> None:
@@ -334,45 +343,81 @@ class MemberRegistry:
             ApiError: the Secret could not be read for another reason (e.g. a timeout).
         """
         name = str(cluster["metadata"]["name"])
+        lock = self._locks.setdefault(name, anyio.Lock())
         try:
-            async with self._locks.setdefault(name, anyio.Lock()):
-                return await self._ensure(name, cluster)
-        except MemberConfigError as error:
-            self.remove(name)
-            raise MemberConfigError(error.reason, f"cluster {name}: {error}") from None
+            async with lock:
+                try:
+                    return await self._ensure(name, cluster)
+                except MemberConfigError as error:
+                    # Under the lock: a concurrent ensure's fresh connection must not go too.
+                    self._disconnect(name)
+                    message = f"cluster {name}: {error}"
+                    raise MemberConfigError(error.reason, message) from None
+        finally:
+            self._prune_lock(name, lock)
 
     async def _ensure(self, name: str, cluster: Mapping[str, Any]) -> Cluster:
-        source, fingerprint = await self._source(name, cluster)
+        source, fingerprint, lifetime = await self._source(name, cluster)
         current = self.get(name)
         if current is not None and self._fingerprints.get(name) == fingerprint:
             return current
         config = await self._config(name, source)
-        self.remove(name)
+        self._disconnect(name)
         member = self.manager.add_cluster(name, config)
         self._fingerprints[name] = fingerprint
+        self._lifetimes[name] = lifetime
         for listener in self._listeners:
             listener(name)
         return member
 
+    def token_lifetime(self, name: str) -> TokenLifetime | None:
+        """When the token member ``name`` is connected with expires (``expiry``), None when it
+        is not connected or the expiry is unknown (a kubeconfig file, a token that is no JWT)."""
+        return self._lifetimes.get(name) if name in self._fingerprints else None
+
     def remove(self, name: str) -> None:
         """Forget the member (stops its cache and closes its clients)."""
+        self._disconnect(name)
+        lock = self._locks.get(name)
+        if lock is not None:
+            self._prune_lock(name, lock)
+
+    def _disconnect(self, name: str) -> None:
+        self._lifetimes.pop(name, None)
         if self._fingerprints.pop(name, None) is not None:
             self.manager.remove_cluster(name)
 
-    async def _source(self, name: str, cluster: Mapping[str, Any]) -> tuple[Any, str]:
+    def _prune_lock(self, name: str, lock: anyio.Lock) -> None:
+        """Drop a member's lock once no member is registered under it and nobody holds or
+        awaits it (a waiter keeps the object it waits on: a new lock would let two in)."""
+        if name in self._fingerprints or lock.locked() or lock.statistics().tasks_waiting:
+            return
+        if self._locks.get(name) is lock:
+            del self._locks[name]
+
+    async def _source(
+        self, name: str, cluster: Mapping[str, Any]
+    ) -> tuple[Any, str, TokenLifetime | None]:
         if name in self.kubeconfigs:
             path = self.kubeconfigs[name]
             try:
                 content = path.read_bytes()
             except OSError as error:
                 raise MemberConfigError(INVALID_KUBECONFIG, f"kubeconfig {path}: {error}") from None
-            return path, hashlib.sha256(content).hexdigest()
+            return path, hashlib.sha256(content).hexdigest(), None
         endpoint, secret_name = member_spec(cluster_spec(cluster), self.options)
         namespace = self.options.cluster_namespace
         where = f"Secret {namespace}/{secret_name}"
-        token, ca = member_credentials(await self._secret(namespace, secret_name), where)
+        secret = await self._secret(namespace, secret_name)
+        # Before the token is even read: a Secret bound to another Cluster, or to none, is not
+        # this Cluster's to use (``binding``).
+        problem = binding_problem(secret, cluster, where)
+        if problem is not None:
+            raise MemberConfigError(SECRET_NOT_BOUND, problem)
+        token, ca = member_credentials(secret, where)
         kubeconfig = _kubeconfig(name, endpoint, token, ca)
-        return kubeconfig, hashlib.sha256(orjson.dumps(kubeconfig)).hexdigest()
+        fingerprint = hashlib.sha256(orjson.dumps(kubeconfig)).hexdigest()
+        return kubeconfig, fingerprint, token_lifetime(token)
 
     async def _secret(self, namespace: str, name: str) -> dict[str, Any]:
         where = f"Secret {namespace}/{name}"

@@ -15,11 +15,13 @@ carries the member's kubernetesVersion, apiEnablements (its discovery), nodeSumm
 resourceSummary (allocatable from nodes, allocated from the requests of pods that are not
 finished). The status is written only when it changed; every probe also renews the member's
 Lease in the cluster namespace (``lease``), the heartbeat the cluster controller's health monitor
-reads.
+reads. The condition ``TokenExpiring`` says when the member's token lapses, True (and a Warning
+Event) once that is near or past (``expiry``), absent while the expiry is unknown.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -39,6 +41,7 @@ from controllers.api import (
     is_cluster_ready,
 )
 from controllers.cluster.controller import MEMBER_SECRETS
+from controllers.cluster.expiry import TOKEN_EXPIRING_CONDITION, ExpiryVerdict, expiry_verdict
 from controllers.cluster.lease import renew_cluster_lease
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
@@ -55,6 +58,7 @@ from reconcile import (
     controller_managed_by,
     deep_copy,
     get_condition,
+    remove_condition,
     set_condition,
 )
 
@@ -155,6 +159,7 @@ class ClusterStatusController:
         self.api_reader = manager.api_reader
         self.registry = registry
         self.options = options or ClusterStatusOptions()
+        self.recorder = manager.event_recorder("reconcile-cluster-status")
         self._observed: dict[str, _Observation] = {}
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -179,11 +184,33 @@ class ClusterStatusController:
             status.update(await self._details(request.name))
         updated = {**cluster, "status": status}
         self._set_ready(updated, verdict)
+        expiring = self._token_expiry(updated, request.name)
         if updated["status"] != cluster.get("status"):
             await self.client.update_status(updated)
+        if expiring is not None:  # after the write: a failed one comes back to say it again
+            self.recorder.event(updated, "Warning", expiring.reason, expiring.message)
         namespace = self.registry.options.cluster_namespace
         await renew_cluster_lease(self.api_reader, request.name, namespace)
         return Result(requeue_after=self.options.update_frequency)
+
+    def _token_expiry(self, cluster: dict[str, Any], name: str) -> ExpiryVerdict | None:
+        """Set TokenExpiring from the member's token (remove it when the expiry is unknown);
+        the verdict when the condition just turned True (or to another True reason)."""
+        lifetime = self.registry.token_lifetime(name)
+        if lifetime is None:
+            remove_condition(cluster, TOKEN_EXPIRING_CONDITION)
+            return None
+        before = dict(get_condition(cluster, TOKEN_EXPIRING_CONDITION) or {})
+        verdict = expiry_verdict(lifetime, time.time())  # JWT times are wall-clock seconds
+        set_condition(
+            cluster,
+            TOKEN_EXPIRING_CONDITION,
+            verdict.status,  # type: ignore[arg-type]
+            verdict.reason,
+            verdict.message,
+        )
+        turned = (before.get("status"), before.get("reason")) != (verdict.status, verdict.reason)
+        return verdict if turned and verdict.status == "True" else None
 
     def _observe(self, name: str, health: Health) -> _Observation:
         """Record a verdict; ``since`` is when the status last changed."""

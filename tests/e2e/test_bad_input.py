@@ -28,6 +28,7 @@ from controllers.api import (
 )
 from controllers.binding import work_name
 from controllers.cluster import ClusterStatusOptions
+from controllers.cluster.binding import owner_reference
 from reconcile import EVENT_GVK, GVK, Condition, NotFound, get_condition
 from testenv import Environment, consistently, eventually
 from tests.builders import get_or_none, scaled
@@ -288,14 +289,15 @@ async def _a_cluster_without_its_secret_is_not_ready_and_says_why(stack: Stack, 
     assert (await _ready(stack, "member1", "True"))["reason"] == "ClusterReady"
     await propagates(stack, "web")
 
-    # The Secret appears: the Cluster connects and turns Ready.
+    # The Secret appears, bound to the Cluster as join binds it: it connects and turns Ready.
     source = member1["spec"]["secretRef"]
     secret = await stack.host.get(SECRET, source["name"], namespace=source["namespace"])
+    uid = (await stack.host.get(CLUSTER_GVK, ghost))["metadata"]["uid"]
     await stack.host.create(
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": reference,
+            "metadata": {**reference, "ownerReferences": [owner_reference(ghost, uid)]},
             "type": "Opaque",
             "data": secret["data"],
         }
@@ -350,6 +352,10 @@ async def _refused_member_configurations(stack: Stack, names: dict[str, str], po
                 "spec": spec,
             }
         )
+    # Bound as join binds them: the registry reads a Secret's token only for its own Cluster.
+    uid = (await stack.host.get(CLUSTER_GVK, names["binary"]))["metadata"]["uid"]
+    owners = {"metadata": {"ownerReferences": [owner_reference(names["binary"], uid)]}}
+    await stack.host.patch(SECRET, names["binary"], owners, namespace="karmada-cluster")
     expected = {
         names["plain"]: ("InsecureEndpoint", "is plain HTTP"),
         names["foreign"]: ("SecretRefNotAllowed", "read only from namespace karmada-cluster"),

@@ -5,6 +5,12 @@ write that Secret chooses its bytes. ``MemberRegistry.ensure`` must register a m
 ``MemberConfigError`` (which the cluster controllers turn into Ready=False and an Event), never
 another exception, which would end as a generic retry with backoff and no word to the user.
 Only the public behaviour is targeted: controllers/cluster/registry.py is being rewritten.
+
+Cluster/Secret pairs (#26 item 6): random secretRef names and namespaces, random
+ownerReferences on the Secrets (none, this Cluster's, another's, an earlier uid, not a controller,
+another kind or group, several, malformed) and a Cluster with or without a uid. A connection is
+only ever made with a Secret bound to the Cluster: a controller ownerReference of kind Cluster of
+cluster.karmada.io naming it, with its uid.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from controllers.cluster import MemberConfigError, MemberRegistry
+from reconcile import GVK
 from testenv.fake import FakeClient
 from tests.fuzz.strategies import (
     MALFORMED,
@@ -32,6 +39,7 @@ from tests.fuzz.strategies import (
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 CLUSTERS = "cluster.karmada.io_clusters.yaml"
+SECRET = GVK("", "v1", "Secret")
 NAMESPACES = ["karmada-cluster", "kube-system", ""]
 
 
@@ -73,10 +81,47 @@ tokens = st.one_of(
     st.sampled_from([_b64(b"\xff\xfe\x00token"), "", _b64(b"x" * 5000)]),
 )
 ca_bundles = st.one_of(st.sampled_from([_b64(CA_PEM), _b64(b"garbage"), "%%%", ""]), MALFORMED)
+UID = "uid-member1"
+
+
+def _owner(**changes: Any) -> dict[str, Any]:
+    owner = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "name": "member1",
+             "uid": UID, "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    return {**owner, **changes}
+
+
+owner_references = st.one_of(
+    st.none(),
+    st.just([_owner()]),
+    st.lists(
+        st.one_of(
+            st.just(_owner()),
+            st.builds(
+                _owner,
+                name=st.sampled_from(["member1", "member2", "", "MEMBER1"]),
+                uid=st.sampled_from([UID, "uid-member2", "uid-old", ""]),
+                controller=st.sampled_from([True, False, None, "true"]),
+                kind=st.sampled_from(["Cluster", "Secret", "cluster"]),
+                apiVersion=st.sampled_from(
+                    [
+                        "cluster.karmada.io/v1alpha1",
+                        "cluster.karmada.io/v1",
+                        "x.karmada.io/v1",
+                        "v1",
+                    ]
+                ),
+            ),
+            MALFORMED,
+        ),
+        max_size=3,
+    ),
+    MALFORMED,
+)
 secrets = st.fixed_dictionaries(
     {
         "namespace": mostly(st.just("karmada-cluster"), st.just("kube-system")),
         "name": mostly(st.just("creds"), st.just("other")),
+        "owners": owner_references,
         "data": mostly(
             st.fixed_dictionaries(
                 {"token": mostly(tokens, st.none())},
@@ -100,7 +145,7 @@ references = mostly(
     st.just({"name": "creds", "namespace": "karmada-cluster"}),
     st.one_of(
         st.fixed_dictionaries(
-            {"name": st.sampled_from(["creds", "missing"])},
+            {"name": st.sampled_from(["creds", "missing", "member2"])},
             optional={"namespace": st.sampled_from(NAMESPACES)},
         ),
         MALFORMED,
@@ -119,43 +164,72 @@ specs = st.one_of(
 )
 
 
+# Member2's Secret, bound to member2 and usable: what a thief's Cluster would point at.
+OTHERS = {"apiVersion": "v1", "kind": "Secret",
+          "metadata": {"name": "member2", "namespace": "karmada-cluster",
+                       "ownerReferences": [_owner(name="member2", uid="uid-member2")]},
+          "data": {"token": _b64(b"member2-token")}}  # fmt: skip
+
+
 def _secret(found: dict[str, Any]) -> dict[str, Any]:
-    secret = {
+    secret: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": found["name"], "namespace": found["namespace"]},
     }
+    if found.get("owners") is not None:
+        secret["metadata"]["ownerReferences"] = found["owners"]
     if isinstance(found.get("data"), dict):
         secret["data"] = found["data"]
     return secret
 
 
-async def _ensure(spec: Any, secret: dict[str, Any]) -> Any:
+async def _ensure(spec: Any, secret: dict[str, Any], uid: str | None = None) -> Any:
     client = FakeClient()
-    try:
-        await client.create(_secret(secret))
-    except Exception:  # a Secret the fake refuses: the apiserver would too
-        event("Secret refused by the fake apiserver")
+    for stored in (_secret(secret), OTHERS):
+        try:
+            await client.create(stored)
+        except Exception:  # a Secret the fake refuses: the apiserver would too
+            event("Secret refused by the fake apiserver")
     registry = MemberRegistry(FakeManager(client))  # type: ignore[arg-type]
+    metadata = {"name": "member1"} if uid is None else {"name": "member1", "uid": uid}
     cluster = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-               "metadata": {"name": "member1"}, "spec": spec}  # fmt: skip
+               "metadata": metadata, "spec": spec}  # fmt: skip
     try:
         with within(5), anyio.fail_after(4):
-            return await registry.ensure(cluster)
+            outcome = await registry.ensure(cluster)
     except MemberConfigError as error:
         return error
+    used = await client.get(SECRET, spec["secretRef"]["name"], namespace="karmada-cluster")
+    _check_bound(used, uid)
+    return outcome
+
+
+def _check_bound(secret: dict[str, Any], uid: str | None) -> None:
+    """The Secret a member was connected with is bound to member1 (and its uid, if it has one)."""
+    owners = secret["metadata"].get("ownerReferences") or []
+    assert any(
+        isinstance(owner, dict)
+        and owner.get("controller") is True
+        and str(owner.get("apiVersion", "")).startswith("cluster.karmada.io/")
+        and owner.get("kind") == "Cluster"
+        and owner.get("name") == "member1"
+        and (uid is None or owner.get("uid") == uid)
+        for owner in owners
+    ), f"connected with a Secret not bound to member1: {owners}"
 
 
 # Failures this fuzzer found in the registry before its rewrite (issue #10 point 2), each then an
 # exception other than MemberConfigError out of ensure() or an endpoint accepted without TLS.
 TOKEN = {"token": _b64(b"token")}
+BOUND = [_owner()]
 FOUND_BEFORE = [
     pytest.param({"apiEndpoint": "https://127.0.0.1:6443", "secretRef": {"name": "creds"}},
                  {"namespace": "karmada-cluster", "name": "creds", "data": TOKEN},
                  id="secretRef without namespace: ValueError"),
     pytest.param({"apiEndpoint": "https://127.0.0.1:6443",
                   "secretRef": {"name": "creds", "namespace": "karmada-cluster"}},
-                 {"namespace": "karmada-cluster", "name": "creds",
+                 {"namespace": "karmada-cluster", "name": "creds", "owners": BOUND,
                   "data": {"token": _b64(b"\xff\xfetoken")}},
                  id="token not UTF-8: UnicodeDecodeError"),
     pytest.param({"apiEndpoint": "https://127.0.0.1:6443", "secretRef": 5},
@@ -184,10 +258,52 @@ async def test_each_failure_found_before_is_now_refused(spec: Any, secret: dict[
 
 
 @fuzz_settings(max_examples=120)
-@given(spec=specs, secret=secrets)
+@given(spec=specs, secret=secrets, uid=st.sampled_from([UID, None]))
 async def test_a_cluster_is_registered_or_refused_with_member_config_error(
-    spec: Any, secret: dict[str, Any]
+    spec: Any, secret: dict[str, Any], uid: str | None
 ) -> None:
-    outcome = await _ensure(spec, secret)
+    outcome = await _ensure(spec, secret, uid)
     event(type(outcome).__name__)
+    if isinstance(outcome, MemberConfigError):
+        event(outcome.reason)
+    _check(outcome)
+
+
+async def test_another_members_secret_never_connects() -> None:
+    """The thief's pair, fixed: an endpoint of their own and member2's bound, usable Secret."""
+    spec = {"apiEndpoint": "https://attacker.example",
+            "secretRef": {"name": "member2", "namespace": "karmada-cluster"}}  # fmt: skip
+    secret = {"namespace": "karmada-cluster", "name": "creds", "data": TOKEN, "owners": BOUND}
+    outcome = await _ensure(spec, secret, UID)
+    assert isinstance(outcome, MemberConfigError), outcome
+    assert outcome.reason == "SecretNotBound"
+
+
+pair_references = st.fixed_dictionaries(
+    {
+        "name": st.sampled_from(["creds", "member2", "missing"]),
+        "namespace": mostly(st.just("karmada-cluster"), st.sampled_from(NAMESPACES)),
+    }
+)
+bound_secrets = st.fixed_dictionaries(
+    {
+        "namespace": mostly(st.just("karmada-cluster"), st.just("kube-system")),
+        "name": mostly(st.just("creds"), st.just("member2")),
+        "owners": owner_references,
+        "data": st.just(TOKEN),
+    }
+)
+
+
+@fuzz_settings(max_examples=200)
+@given(reference=pair_references, secret=bound_secrets, uid=st.sampled_from([UID, None]))
+async def test_cluster_secret_pairs_connect_only_with_a_secret_bound_to_the_cluster(
+    reference: dict[str, Any], secret: dict[str, Any], uid: str | None
+) -> None:
+    """Only the binding decides here: the endpoint and token are usable."""
+    spec = {"apiEndpoint": "https://attacker.example", "secretRef": reference}
+    outcome = await _ensure(spec, secret, uid)  # _ensure checks the binding of a connection
+    event(type(outcome).__name__)
+    if isinstance(outcome, MemberConfigError):
+        event(outcome.reason)
     _check(outcome)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import secrets
+import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import orjson
 import pytest
+import pytest_asyncio
 
 from controllers.api import CLUSTER_GVK
 from controllers.cluster import (
@@ -15,14 +21,17 @@ from controllers.cluster import (
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
-from controllers.join import join_cluster
+from controllers.join import TOKEN_SECONDS, join_cluster, refresh_token
 from reconcile import (
+    EVENT_GVK,
     GVK,
     Client,
     ClusterConfig,
+    NotFound,
     get_condition,
 )
-from testenv import Environment, eventually
+from testenv import ControlPlane, Environment, eventually
+from testenv.binaries import find_binaries
 from tests.builders import delete_and_wait, get_or_none, manager_of, running
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
@@ -136,3 +145,137 @@ async def test_insecure_clusters_are_refused_with_a_clear_condition(
         assert "insecureSkipTLSVerification" in message
         # Deleting the Cluster releases it: no Works, so the finalizer goes at once.
         await delete_and_wait(host_client, CLUSTER_GVK, "insecure")
+
+
+# -- token expiry (#26 item 7) ------------------------------------------------------------------
+
+
+def _claims(token_b64: str) -> dict[str, Any]:
+    payload = base64.b64decode(token_b64).decode().split(".")[1]
+    claims: dict[str, Any] = orjson.loads(base64.urlsafe_b64decode(payload + "=" * 4))
+    return claims
+
+
+async def _expiring(client: Client, name: str, status: str, reason: str) -> dict[str, Any]:
+    async def matches() -> dict[str, Any] | None:
+        condition = get_condition(await client.get(CLUSTER_GVK, name), "TokenExpiring")
+        if condition is None or (condition["status"], condition["reason"]) != (status, reason):
+            return None
+        return dict(condition)
+
+    return await eventually(matches, timeout=30, interval=0.2)
+
+
+async def _warned(client: Client, name: str, reason: str) -> dict[str, Any]:
+    async def found() -> dict[str, Any] | None:
+        selector = f"involvedObject.name={name}"
+        listed = await client.list(EVENT_GVK, namespace="default", field_selector=selector)
+        return next((e for e in listed["items"] if e["reason"] == reason), None)
+
+    return await eventually(found, timeout=30, interval=0.2)
+
+
+async def _join_cli(host: ControlPlane, *argv: str) -> tuple[int, str, str]:
+    done = await anyio.run_process(
+        [
+            sys.executable,
+            "-m",
+            "controllers.cli",
+            "join",
+            *argv,
+            "--kubeconfig",
+            str(host.kubeconfig),
+        ],
+        check=False,
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+@contextlib.asynccontextmanager
+async def _controllers(host: ControlPlane) -> AsyncIterator[MemberRegistry]:
+    manager = await manager_of(host, metrics_bind_address="0")
+    registry = MemberRegistry(manager, scratch=host.directory / "client")
+    setup_cluster_controller(manager, registry)
+    setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
+    async with running(manager):
+        yield registry
+
+
+async def test_a_short_token_is_flagged_before_it_lapses_and_join_refresh_renews_it(
+    multicluster: Environment, host_client: Client
+) -> None:
+    """The member's minimum lifetime (10 minutes) is within the warning window at once."""
+    member, host = multicluster.members["member1"], multicluster.host
+    name = f"short-{secrets.token_hex(3)}"
+    kubeconfig = str(member.kubeconfig)
+    result = await join_cluster(
+        name, host=host_client, member_kubeconfig=kubeconfig, token_seconds=600
+    )
+    assert result.expires, "the TokenRequest's status.expirationTimestamp"
+    assert not result.capped
+    before = (await host_client.get(SECRET, name, namespace="karmada-cluster"))["data"]["token"]
+    claims = _claims(before)
+    assert claims["exp"] - claims["iat"] == 600
+    try:
+        async with _controllers(host):
+            condition = await _expiring(host_client, name, "True", "TokenExpiresSoon")
+            assert "reconcile join NAME --refresh" in condition["message"]
+            event = await _warned(host_client, name, "TokenExpiresSoon")
+            assert event["type"] == "Warning"
+            assert await eventually(lambda: _ready(host_client, name), timeout=30)
+
+            status, out, err = await _join_cli(
+                host, name, "--refresh", "--cluster-kubeconfig", kubeconfig
+            )
+            assert (status, err) == (0, ""), err
+            assert out.startswith(f"token renewed: cluster {name}: ")
+            assert "token expires " in out
+
+            condition = await _expiring(host_client, name, "False", "TokenValid")
+            secret = await host_client.get(SECRET, name, namespace="karmada-cluster")
+            assert secret["data"]["token"] != before
+            renewed = _claims(secret["data"]["token"])
+            assert renewed["exp"] - renewed["iat"] == TOKEN_SECONDS
+            owner = secret["metadata"]["ownerReferences"]
+            uid = (await host_client.get(CLUSTER_GVK, name))["metadata"]["uid"]
+            assert [(o["name"], o["uid"], o["controller"]) for o in owner] == [(name, uid, True)]
+            await eventually(lambda: _ready(host_client, name), timeout=30)
+            await delete_and_wait(host_client, CLUSTER_GVK, name)
+    finally:
+        with contextlib.suppress(NotFound):
+            await host_client.delete(SECRET, name, namespace="karmada-cluster")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def capping_member() -> AsyncIterator[ControlPlane]:
+    """A cluster of its own whose apiserver caps service-account tokens to an hour (the least
+    kube-apiserver accepts for --service-account-max-token-expiration)."""
+    flags = {"service-account-max-token-expiration": "1h"}
+    async with Environment(apiserver_flags=flags, binaries=find_binaries()) as env:
+        yield env.host
+
+
+async def test_a_member_capping_token_lifetimes_is_reported_by_join_and_on_the_cluster(
+    multicluster: Environment, host_client: Client, capping_member: ControlPlane
+) -> None:
+    name = f"capped-{secrets.token_hex(3)}"
+    kubeconfig = str(capping_member.kubeconfig)
+    result = await join_cluster(name, host=host_client, member_kubeconfig=kubeconfig)
+    assert result.capped, "asked for a year, granted an hour"
+    assert "the member caps token lifetimes" in result.summary()
+    secret = await host_client.get(SECRET, name, namespace="karmada-cluster")
+    claims = _claims(secret["data"]["token"])
+    assert claims["exp"] - claims["iat"] == 3600
+    try:
+        async with _controllers(multicluster.host):
+            condition = await _expiring(host_client, name, "True", "TokenExpiresSoon")
+            assert "is in its last 7 days" in condition["message"]
+            await _warned(host_client, name, "TokenExpiresSoon")
+            await eventually(lambda: _ready(host_client, name), timeout=30)
+            renewed = await refresh_token(name, host=host_client, member_kubeconfig=kubeconfig)
+            assert renewed.capped
+            assert renewed.expires >= result.expires
+            await delete_and_wait(host_client, CLUSTER_GVK, name)
+    finally:
+        with contextlib.suppress(NotFound):
+            await host_client.delete(SECRET, name, namespace="karmada-cluster")

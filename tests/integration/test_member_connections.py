@@ -29,6 +29,7 @@ from controllers.cluster import (
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
+from controllers.cluster.binding import owner_reference
 from reconcile import (
     EVENT_GVK,
     GVK,
@@ -116,6 +117,14 @@ def a_secret(name: str, namespace: str, token: bytes) -> dict[str, Any]:
     }
 
 
+async def bind(client: Client, name: str) -> None:
+    """Bind Secret karmada-cluster/NAME to Cluster NAME, as join does (the registry uses only a
+    Secret bound to its Cluster)."""
+    uid = (await client.get(CLUSTER_GVK, name))["metadata"]["uid"]
+    owners = {"metadata": {"ownerReferences": [owner_reference(name, uid)]}}
+    await client.patch(SECRET, name, owners, namespace="karmada-cluster")
+
+
 def a_cluster(name: str, endpoint: str, secret_namespace: str = "karmada-cluster") -> Obj:
     return {
         "apiVersion": "cluster.karmada.io/v1alpha1",
@@ -174,6 +183,7 @@ async def test_an_http_endpoint_is_refused_and_the_token_never_leaves(
     async with listening() as listener:
         endpoint = f"http://127.0.0.1:{listener.port}"
         await host_client.create(a_cluster(name, endpoint))
+        await bind(host_client, name)
         try:
             async with cluster_controllers(host):
                 condition = await ready_reason(host_client, name, "InsecureEndpoint")
@@ -223,6 +233,7 @@ async def test_a_non_utf8_token_is_member_config_invalid_until_fixed(
     name = f"binary-{secrets.token_hex(3)}"
     await host_client.create(a_secret(name, "karmada-cluster", b"\xff\xfe\x00token"))
     await host_client.create(a_cluster(name, "127.0.0.1:1"))
+    await bind(host_client, name)
     try:
         async with cluster_controllers(host) as registry:
             condition = await ready_reason(host_client, name, "InvalidSecret")
@@ -232,6 +243,7 @@ async def test_a_non_utf8_token_is_member_config_invalid_until_fixed(
             assert registry.get(name) is None
 
             await host_client.update(a_secret(name, "karmada-cluster", b"now-a-usable-token"))
+            await bind(host_client, name)
             # Connected (host:port means https://), so now it is the probe that fails.
             condition = await ready_reason(host_client, name, "ClusterNotReachable")
             member = registry.get(name)

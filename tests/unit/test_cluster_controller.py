@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 
 from controllers.api import CLUSTER_GVK, READY_CONDITION, crd_paths
@@ -21,6 +23,8 @@ from controllers.cluster import (
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
+from controllers.cluster.binding import owner_reference
+from controllers.cluster.expiry import TOKEN_EXPIRES_SOON, TOKEN_EXPIRING_CONDITION, TOKEN_VALID
 from controllers.cluster.secrets import SECRET, cluster_secret_cache
 from reconcile import EVENT_GVK, Manager, ManagerOptions, Request, Result, get_condition
 from testenv import FakeClient, eventually
@@ -31,11 +35,16 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 HOURLY = ClusterStatusOptions(update_frequency=3600, failure_threshold=0, success_threshold=0)
 
 
-def secret(token: bytes) -> dict[str, Any]:
+def secret(token: bytes, owner: dict[str, Any] | None = None, name: str = "m") -> dict[str, Any]:
+    """Secret ``name`` holding ``token``, bound to the Cluster ``owner`` (as join binds it)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": "karmada-cluster"}
+    if owner is not None:
+        meta = owner["metadata"]
+        metadata["ownerReferences"] = [owner_reference(meta["name"], meta["uid"])]
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "m", "namespace": "karmada-cluster"},
+        "metadata": metadata,
         "data": {"token": base64.b64encode(token).decode()},
     }
 
@@ -101,8 +110,8 @@ async def test_a_non_utf8_token_is_reported_and_not_retried_until_the_secret_cha
     tmp_path: Path,
 ) -> None:
     async with running(tmp_path) as env:
-        await env.fake.create(secret(b"\xff\xfe-not-text"))
-        await env.fake.create(cluster())
+        created = await env.fake.create(cluster())
+        await env.fake.create(secret(b"\xff\xfe-not-text", created))
         condition = await env.ready("InvalidSecret")
         assert condition["status"] == "False"
         assert "data.token is not UTF-8 text" in condition["message"]
@@ -116,7 +125,7 @@ async def test_a_non_utf8_token_is_reported_and_not_retried_until_the_secret_cha
         assert await env.status.reconcile(Request("m")) == Result(requeue_after=3600)
 
         # Fixing the Secret is what brings the Cluster back.
-        await env.fake.update(secret(b"a-usable-token"))
+        await env.fake.update(secret(b"a-usable-token", created))
         await env.connected()
         await env.ready("ClusterNotReachable")
 
@@ -151,10 +160,33 @@ async def test_the_cluster_controller_alone_reconnects_when_a_missing_secret_app
     tmp_path: Path,
 ) -> None:
     async with running(tmp_path, with_status=False) as env:
-        await env.fake.create(cluster())
+        created = await env.fake.create(cluster())
         await env.warning("Secret karmada-cluster/m not found")
         assert env.registry.get("m") is None
-        await env.fake.create(secret(b"a-usable-token"))
+        await env.fake.create(secret(b"a-usable-token", created))
+        await env.connected()
+
+
+async def test_a_cluster_naming_another_clusters_secret_is_refused_until_it_names_its_own(
+    tmp_path: Path,
+) -> None:
+    """#26 item 6: Ready=False SecretNotBound and an Event, no connection with that token."""
+    async with running(tmp_path) as env:
+        other = await env.fake.create({**cluster(), "metadata": {"name": "other"}})
+        await env.fake.create(secret(b"others-token", other, name="other"))
+        reference = {"namespace": "karmada-cluster", "name": "other"}
+        mine = await env.fake.create(cluster(apiEndpoint="127.0.0.2:1", secretRef=reference))
+        condition = await env.ready("SecretNotBound")
+        assert condition["status"] == "False"
+        words = "Secret karmada-cluster/other is bound to Cluster 'other', not to Cluster m"
+        assert words in condition["message"]
+        await env.warning(words)
+        assert env.registry.get("m") is None
+        # Its own Secret, bound to it: connected (the watch on Secrets brings it back).
+        await env.fake.create(secret(b"my-token", mine))
+        mine = await env.fake.get(CLUSTER_GVK, "m")
+        mine["spec"]["secretRef"]["name"] = "m"
+        await env.fake.update(mine)
         await env.connected()
 
 
@@ -190,3 +222,66 @@ async def test_refused_clusters_say_why_in_ready_and_an_event(
         assert words in condition["message"]
         await env.warning(words)
         assert env.registry.get("m") is None
+
+
+def _jwt(lifetime: float) -> bytes:
+    """A token as kube-apiserver issues it: a JWT whose iat is now and exp ``lifetime`` later."""
+    now = int(time.time())
+    claims = orjson.dumps({"iat": now, "exp": now + int(lifetime)})
+    parts = (b'{"alg":"RS256"}', claims, b"signature")
+    return b".".join(base64.urlsafe_b64encode(part).rstrip(b"=") for part in parts)
+
+
+async def _expiring(env: Running, status: str, reason: str) -> dict[str, Any]:
+    async def matches() -> dict[str, Any] | None:
+        condition = get_condition(await env.fake.get(CLUSTER_GVK, "m"), TOKEN_EXPIRING_CONDITION)
+        if condition is None or (condition["status"], condition["reason"]) != (status, reason):
+            return None
+        return dict(condition)
+
+    return await eventually(matches, timeout=10)
+
+
+async def _events(env: Running, reason: str) -> list[dict[str, Any]]:
+    listed = (await env.fake.list(EVENT_GVK, namespace="default"))["items"]
+    return [event for event in listed if event["reason"] == reason]
+
+
+async def test_a_token_near_its_expiry_is_a_condition_and_one_event_until_renewed(
+    tmp_path: Path,
+) -> None:
+    """#26 item 7: a member that capped the token to an hour; the renewal clears the warning."""
+    async with running(tmp_path) as env:
+        created = await env.fake.create(cluster())
+        await env.fake.create(secret(_jwt(3600), created))
+        condition = await _expiring(env, "True", TOKEN_EXPIRES_SOON)
+        assert "reconcile join NAME --refresh" in condition["message"]
+
+        async def warned() -> list[dict[str, Any]]:
+            return await _events(env, TOKEN_EXPIRES_SOON)
+
+        (event,) = await eventually(warned, timeout=10)
+        assert event["type"] == "Warning"
+        assert event["message"] == condition["message"]
+        assert env.status is not None
+        await env.status.reconcile(Request("m"))  # probed again: still one Event
+        assert len(await _events(env, TOKEN_EXPIRES_SOON)) == 1
+        assert (await _events(env, TOKEN_EXPIRES_SOON))[0].get("count", 1) == 1
+
+        await env.fake.update(secret(_jwt(365 * 86400), created))  # join --refresh's write
+        condition = await _expiring(env, "False", TOKEN_VALID)
+        assert "expires" in condition["message"]
+
+
+async def test_a_token_without_a_known_expiry_has_no_condition(tmp_path: Path) -> None:
+    async with running(tmp_path) as env:
+        created = await env.fake.create(cluster())
+        await env.fake.create(secret(_jwt(3600), created))
+        await _expiring(env, "True", TOKEN_EXPIRES_SOON)
+        await env.fake.update(secret(b"an-opaque-token", created))
+
+        async def gone() -> bool:
+            cluster = await env.fake.get(CLUSTER_GVK, "m")
+            return get_condition(cluster, TOKEN_EXPIRING_CONDITION) is None
+
+        await eventually(gone, timeout=10)

@@ -15,6 +15,7 @@ from controllers.cluster import (
     INVALID_ENDPOINT,
     INVALID_KUBECONFIG,
     INVALID_SECRET,
+    SECRET_NOT_BOUND,
     SECRET_NOT_FOUND,
     SECRET_NOT_READABLE,
     SECRET_REF_NOT_ALLOWED,
@@ -37,6 +38,19 @@ TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.c2lnbmF0dXJl"
 
 def b64(raw: bytes | str) -> str:
     return base64.b64encode(raw.encode() if isinstance(raw, str) else raw).decode()
+
+
+def bound_to(cluster: str, uid: str = "uid-m", **reference: Any) -> list[dict[str, Any]]:
+    """The ownerReferences of a Secret bound to Cluster ``cluster``, as karmadactl join writes."""
+    owner = {
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "name": cluster,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return [{**owner, **reference}]
 
 
 # -- endpoints ---------------------------------------------------------------------------------
@@ -227,7 +241,7 @@ def cluster(name: str = "m", **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "cluster.karmada.io/v1alpha1",
         "kind": "Cluster",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "uid": f"uid-{name}"},
         "spec": {**defaults, **spec},
     }
 
@@ -255,13 +269,21 @@ def fake() -> FakeClient:
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": "m", "namespace": "karmada-cluster"},
+            "metadata": {
+                "name": "m",
+                "namespace": "karmada-cluster",
+                "ownerReferences": bound_to("m"),
+            },
             "data": {"token": b64(TOKEN)},
         },
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": "admin-token", "namespace": "kube-system"},
+            "metadata": {
+                "name": "admin-token",
+                "namespace": "kube-system",
+                "ownerReferences": bound_to("m"),
+            },
             "data": {"token": b64("cluster-admin")},
         },
     )
@@ -373,7 +395,7 @@ async def test_a_non_utf8_token_is_a_config_error(fake: FakeClient, tmp_path: Pa
     broken = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "m", "namespace": "karmada-cluster"},
+        "metadata": {"name": "m", "namespace": "karmada-cluster", "ownerReferences": bound_to("m")},
         "data": {"token": b64(b"\xff" + TOKEN.encode())},
     }
     await fake.update(broken)
@@ -403,6 +425,97 @@ async def test_an_unreadable_member_kubeconfig_is_a_config_error(
         await registry.ensure(cluster())
     assert caught.value.reason == INVALID_KUBECONFIG
     assert "absent.kubeconfig" in str(caught.value)
+
+
+# -- a Cluster's Secret is bound to it ----------------------------------------------------------
+
+
+async def _secret_of(fake: FakeClient, name: str, owners: list[dict[str, Any]] | None) -> None:
+    secret = await fake.get(SECRET, name, namespace="karmada-cluster")
+    secret["metadata"].pop("ownerReferences", None)
+    if owners is not None:
+        secret["metadata"]["ownerReferences"] = owners
+    await fake.update(secret)
+
+
+@asyncio
+async def test_another_clusters_secret_is_refused_and_its_token_never_sent(
+    fake: FakeClient, tmp_path: Path
+) -> None:
+    """#26 item 6: a Cluster pointing at an endpoint of its writer's choosing and at member m's
+    Secret gets no connection (its token would go to that endpoint)."""
+    registry = registry_on(fake, tmp_path)
+    thief = cluster(
+        "thief",
+        apiEndpoint="https://attacker.example",
+        secretRef={"namespace": "karmada-cluster", "name": "m"},
+    )
+    with pytest.raises(MemberConfigError) as caught:
+        await registry.ensure(thief)
+    assert caught.value.reason == SECRET_NOT_BOUND
+    assert "Secret karmada-cluster/m is bound to Cluster 'm', not to Cluster thief" in str(
+        caught.value
+    )
+    assert registry.get("thief") is None
+    assert "thief" not in registry.manager.clusters
+    assert registry.token_lifetime("thief") is None
+
+
+@pytest.mark.parametrize(
+    ("owners", "words"),
+    [
+        pytest.param(None, "has no controller ownerReference", id="no-owner"),
+        pytest.param([], "has no controller ownerReference", id="empty-owners"),
+        pytest.param(
+            bound_to("m", controller=False), "has no controller ownerReference", id="not-controller"
+        ),
+        pytest.param(
+            bound_to("m", kind="Secret"), "has no controller ownerReference", id="other-kind"
+        ),
+        pytest.param(
+            bound_to("m", apiVersion="fake.karmada.io/v1alpha1"),
+            "has no controller ownerReference",
+            id="other-group",
+        ),
+        pytest.param(bound_to("other"), "bound to Cluster 'other', not", id="other-cluster"),
+        pytest.param(bound_to("m", uid="uid-old"), "earlier Cluster m", id="earlier-uid"),
+    ],
+)
+@asyncio
+async def test_a_secret_not_bound_to_its_cluster_is_refused_saying_how_to_bind(
+    fake: FakeClient, tmp_path: Path, owners: list[dict[str, Any]] | None, words: str
+) -> None:
+    await _secret_of(fake, "m", owners)
+    registry = registry_on(fake, tmp_path)
+    with pytest.raises(MemberConfigError) as caught:
+        await registry.ensure(cluster())
+    assert caught.value.reason == SECRET_NOT_BOUND
+    assert words in str(caught.value)
+    assert registry.get("m") is None
+
+
+@asyncio
+async def test_unbinding_the_secret_drops_the_connection(fake: FakeClient, tmp_path: Path) -> None:
+    registry = registry_on(fake, tmp_path)
+    await registry.ensure(cluster())
+    await _secret_of(fake, "m", bound_to("intruder"))
+    with pytest.raises(MemberConfigError, match="bound to Cluster 'intruder'"):
+        await registry.ensure(cluster())
+    assert registry.get("m") is None
+    assert "m" not in registry.manager.clusters
+
+
+@asyncio
+async def test_member_locks_go_with_their_members(fake: FakeClient, tmp_path: Path) -> None:
+    registry = registry_on(fake, tmp_path)
+    await registry.ensure(cluster())
+    assert list(registry._locks) == ["m"], "a registered member keeps its lock"
+    registry.remove("m")
+    assert registry._locks == {}
+    for index in range(50):  # Clusters that never connect leave nothing behind either
+        with pytest.raises(MemberConfigError):
+            await registry.ensure(cluster(f"ghost-{index}"))
+    assert registry._locks == {}
 
 
 # -- the controller-manager's flags ------------------------------------------------------------

@@ -33,7 +33,7 @@ async def client_of(plane: ControlPlane) -> Client:
 
 
 class Stack:
-    """The host and member clients of a running controller-manager, and its Context."""
+    """The host and member clients of a running controller-manager, its Manager and Context."""
 
     def __init__(
         self,
@@ -41,11 +41,12 @@ class Stack:
         host: Client,
         members: dict[str, Client],
         namespace: str,
+        manager: Manager,
         context: Context,
     ) -> None:
         self.env, self.host, self.members, self.namespace = env, host, members, namespace
         # What the controllers share (e.g. the interpreter), for waiting on in-process state.
-        self.context = context
+        self.manager, self.context = manager, context
 
     async def member_deployment(self, cluster: str, name: str) -> dict[str, Any] | None:
         try:
@@ -114,7 +115,7 @@ async def running(
             await eventually(lambda: clusters_ready(host, MEMBERS), timeout=60, interval=0.2)
             # The namespace controller creates the test's namespace in the members.
             await eventually(lambda: in_every_member(members, namespace), timeout=60)
-            yield Stack(env, host, members, namespace, context)
+            yield Stack(env, host, members, namespace, manager, context)
             manager.stop()
     finally:
         for client in (host, *members.values()):

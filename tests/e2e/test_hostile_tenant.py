@@ -11,6 +11,8 @@ at the same time:
   bindings of its kind are WorksSynced=False naming the script;
 - a PropagationPolicy whose statePreservation jsonPath is the backtracking filter of the issue
   (30 s per match in the old regex): the eviction is refused with a Warning Event;
+- an interpreter webhook (for ReplicaSets) answering ReviseReplica with a JSON Patch copy bomb:
+  refused at the accumulated-copy cap, WorksSynced=False;
 - 200 concurrent scrapes of /metrics with made-up tokens: each is 401 or 429, none waits long;
 
 while a well-behaved Deployment propagates 2:1. Throughout, a ticker on the event loop measures
@@ -20,17 +22,22 @@ lost Lease would also end the manager, and this test, with ``LeadershipLost``).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import itertools
+import json
 import ssl
+import tempfile
 from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
 import anyio
 import pytest
+from aiohttp import web
 from anyio.abc import SocketAttribute, SocketStream
 
 from controllers.api import (
@@ -47,6 +54,7 @@ from controllers.cluster.binding import SECRET_NOT_BOUND
 from controllers.interpreter import Operation
 from reconcile import EVENT_GVK, GVK, Condition, ManagerOptions, get_condition
 from testenv import Environment, eventually
+from testenv.certs import CertificateAuthority
 from tests.builders import delete_and_wait, deployment, get_or_none
 from tests.e2e.stack import POLICY, Stack, new_deployment, new_policy, running
 from tests.e2e.test_application_failover import setup_template, write_status
@@ -63,6 +71,9 @@ FAST: Final = ClusterStatusOptions(
 STATEFULSET: Final = GVK("apps", "v1", "StatefulSet")
 CUSTOMIZATION: Final = GVK("config.karmada.io", "v1alpha1", "ResourceInterpreterCustomization")
 HOG: Final = "hostile-tenant-statefulsets"
+REPLICASET: Final = GVK("apps", "v1", "ReplicaSet")
+WEBHOOK: Final = GVK("config.karmada.io", "v1alpha1", "ResourceInterpreterWebhookConfiguration")
+BOMB: Final = "hostile-tenant-bomb"
 # The filter of issue #26 item 2: 30.8 s in the backtracking regex it replaced.
 REDOS: Final = "{[?(@" + " " * 500 + "==" + " " * 500 + "x]}"
 FLOOD: Final = 200
@@ -245,6 +256,84 @@ async def _backtracking_jsonpath(stack: Stack) -> None:
     assert await stack.member_deployment("member1", "redos") is not None
 
 
+def _copy_bomb(request: dict[str, Any]) -> dict[str, Any]:
+    """An interpreter webhook's answer: 1.4 KB of JSON Patch that would build 150 MB."""
+    operations = [
+        {"op": "add", "path": "/spec/x", "value": []},
+        {"op": "copy", "from": "/metadata/labels", "path": "/spec/x/-"},
+        *[{"op": "copy", "from": "/spec/x", "path": "/spec/x/-"}] * 22,
+    ]
+    patch = base64.b64encode(json.dumps(operations).encode()).decode()
+    uid = request["request"]["uid"]
+    response = {"uid": uid, "successful": True, "patchType": "JSONPatch", "patch": patch}
+    return {"apiVersion": WEBHOOK.api_version, "kind": "ResourceInterpreterContext"} | {
+        "response": response
+    }
+
+
+@contextlib.asynccontextmanager
+async def _bombing_webhook() -> AsyncIterator[tuple[str, bytes]]:
+    """An HTTPS interpreter webhook answering every call with ``_copy_bomb``; yields its URL and
+    the CA that signed its certificate."""
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response(_copy_bomb(await request.json()))
+
+    authority = CertificateAuthority("hostile-webhook-ca")
+    app = web.Application()
+    app.router.add_post("/interpret", answer)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    with tempfile.TemporaryDirectory() as directory:
+        pair = authority.issue_serving(["127.0.0.1"])
+        cert, key = pair.write(Path(directory), "serving")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+            await site.start()
+            yield f"https://127.0.0.1:{runner.addresses[0][1]}/interpret", authority.cert_pem
+        finally:
+            await runner.cleanup()
+
+
+async def _webhook_copy_bomb(stack: Stack) -> None:
+    """Item 4: a webhook's copy bomb is refused at the accumulated-copy cap."""
+    ns = stack.namespace
+    async with _bombing_webhook() as (url, ca_pem):
+        rule = {
+            "operations": ["ReviseReplica"],
+            "apiGroups": ["apps"],
+            "apiVersions": ["v1"],
+            "kinds": ["ReplicaSet"],
+        }
+        hook = {
+            "name": "bomb.hostile.example",
+            "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
+            "rules": [rule],
+            "interpreterContextVersions": ["v1alpha1"],
+        }
+        configuration = {"apiVersion": WEBHOOK.api_version, "kind": WEBHOOK.kind}
+        await stack.host.create(configuration | {"metadata": {"name": BOMB}, "webhooks": [hook]})
+        try:
+            interpreter = stack.context.interpreter
+
+            async def known() -> bool:
+                return BOMB in interpreter.webhook_names()
+
+            await eventually(known, timeout=60)
+            policy = new_policy("replicasets", ns, "")
+            policy["spec"]["resourceSelectors"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet"}]
+            await stack.host.create(policy)
+            await stack.host.create(deployment("bomb", ns, 3, kind="ReplicaSet"))
+            message = await _works_synced_failure(stack, "bomb-replicaset")
+            assert "accumulated copy size" in message, message
+            for member in stack.members.values():
+                assert not (await member.list(REPLICASET, namespace=ns))["items"]
+        finally:
+            await stack.host.delete(WEBHOOK, BOMB)
+
+
 async def _metrics_flood(stack: Stack) -> None:
     """Item 9: made-up tokens get 401 (or 429 once the reviews are full), never a long wait."""
     certificate = stack.manager.metrics_certificate
@@ -273,6 +362,7 @@ TRIGGERS: Final[tuple[Trigger, ...]] = (
     _thief,
     _lua_hog,
     _backtracking_jsonpath,
+    _webhook_copy_bomb,
     _metrics_flood,
 )
 

@@ -8,15 +8,33 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
+from anyio.abc import SocketAttribute, SocketStream
 
-from controllers.api import RESOURCE_BINDING_GVK
+from controllers.api import CLUSTER_GVK, READY_CONDITION, RESOURCE_BINDING_GVK
+from controllers.binding.controller import WORKS_SYNCED_CONDITION
 from controllers.cluster import ClusterStatusOptions, clusters_ready
 from controllers.context import Context
 from controllers.controllermanager import build
 from controllers.workloadrebalancer import parse_time
-from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
+from reconcile import (
+    EVENT_GVK,
+    GVK,
+    Client,
+    ClusterConfig,
+    Condition,
+    Manager,
+    ManagerOptions,
+    NotFound,
+    get_condition,
+)
 from testenv import ControlPlane, Environment, eventually
-from tests.builders import deployment, deployment_selector, propagation_policy, weighted
+from tests.builders import (
+    deployment,
+    deployment_selector,
+    get_or_none,
+    propagation_policy,
+    weighted,
+)
 
 MEMBERS = ("member1", "member2")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
@@ -164,3 +182,60 @@ async def after_last_schedule(stack: Stack, binding_name: str) -> None:
         return datetime.now(UTC) >= last + timedelta(seconds=1)
 
     await eventually(passed, timeout=5)
+
+
+async def warning_event(
+    stack: Stack, obj: str, reason: str, namespace: str | None = None
+) -> dict[str, Any]:
+    """Wait for a Warning Event with ``reason`` about the object named ``obj`` in ``namespace``
+    (default: the test's); return the latest."""
+
+    async def found() -> dict[str, Any] | None:
+        events = await stack.host.list(
+            EVENT_GVK,
+            namespace=namespace or stack.namespace,
+            field_selector=f"involvedObject.name={obj}",
+        )
+        matching = [e for e in events["items"] if (e["type"], e["reason"]) == ("Warning", reason)]
+        return matching[-1] if matching else None
+
+    return await eventually(found, timeout=90, interval=0.3)
+
+
+async def cluster_ready(stack: Stack, cluster: str, status: str) -> Condition:
+    """Wait until the Cluster's Ready condition has ``status``; return the condition."""
+
+    async def matches() -> Condition | None:
+        condition = get_condition(await stack.host.get(CLUSTER_GVK, cluster), READY_CONDITION)
+        return condition if condition and condition.get("status") == status else None
+
+    return await eventually(matches, timeout=90, interval=0.3)
+
+
+async def works_synced_failure(stack: Stack, binding: str) -> str:
+    """Wait until the binding (in the test's namespace) is WorksSynced=False; its message."""
+
+    async def failed() -> str | None:
+        found = await get_or_none(stack.host, RESOURCE_BINDING_GVK, binding, stack.namespace)
+        condition = get_condition(found, WORKS_SYNCED_CONDITION) if found else None
+        if condition is None or condition.get("status") != "False":
+            return None
+        return str(condition.get("message", ""))
+
+    return await eventually(failed, timeout=90, interval=0.5)
+
+
+@asynccontextmanager
+async def tcp_listener() -> AsyncIterator[tuple[int, list[str]]]:
+    """A TCP listener on 127.0.0.1; yields its port and the peers that connected."""
+    heard: list[str] = []
+
+    async def record(stream: SocketStream) -> None:
+        heard.append(str(stream.extra(SocketAttribute.remote_address)))
+        await stream.aclose()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, record)
+        yield listener.extra(SocketAttribute.local_port), heard
+        group.cancel_scope.cancel()

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 import pytest
-from anyio.abc import SocketAttribute, SocketStream
 
 from controllers.api import (
     CLUSTER_GVK,
-    READY_CONDITION,
     RESOURCE_BINDING_GVK,
     WORK_APPLIED_CONDITION,
     WORK_GVK,
@@ -29,32 +25,24 @@ from controllers.api import (
 from controllers.binding import work_name
 from controllers.cluster import ClusterStatusOptions
 from controllers.cluster.binding import owner_reference
-from reconcile import EVENT_GVK, GVK, Condition, NotFound, get_condition
+from reconcile import GVK, Condition, NotFound, get_condition
 from testenv import Environment, consistently, eventually
 from tests.builders import get_or_none, scaled
-from tests.e2e.stack import OVERRIDE, Stack, new_deployment, new_policy, running
+from tests.e2e.stack import (
+    OVERRIDE,
+    Stack,
+    cluster_ready,
+    new_deployment,
+    new_policy,
+    running,
+    tcp_listener,
+    warning_event,
+)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
 SECRET = GVK("", "v1", "Secret")
 FAST = ClusterStatusOptions(update_frequency=1.0, failure_threshold=2.0, success_threshold=2.0)
-
-
-async def warning(stack: Stack, obj: str, reason: str, namespace: str) -> dict[str, Any]:
-    """Wait for a Warning Event with ``reason`` about the object named ``obj``; return it."""
-
-    async def found() -> dict[str, Any] | None:
-        events = await stack.host.list(
-            EVENT_GVK, namespace=namespace, field_selector=f"involvedObject.name={obj}"
-        )
-        matching = [
-            event
-            for event in events["items"]
-            if event["type"] == "Warning" and event["reason"] == reason
-        ]
-        return matching[-1] if matching else None
-
-    return await eventually(found, timeout=60, interval=0.3)
 
 
 async def propagates(stack: Stack, name: str) -> None:
@@ -87,7 +75,7 @@ async def _an_invalid_policy_is_reported_and_selects_nothing(stack: Stack) -> No
     ]
     await stack.host.create(broken)
 
-    event = await warning(stack, "broken", "InvalidPolicy", ns)
+    event = await warning_event(stack, "broken", "InvalidPolicy", ns)
     assert (
         "spec.resourceSelectors[0].labelSelector.matchExpressions[0].values[0]"
         in (event["message"])
@@ -153,7 +141,7 @@ async def _a_manifest_a_member_refuses_is_reported_on_its_work(stack: Stack) -> 
     assert condition["reason"] == "AppliedFailed"
     assert "spec.template.spec.containers[0].image: Required value" in condition["message"]
     name = work_name("Deployment", "refused", ns)
-    event = await warning(stack, name, "SyncFailed", "karmada-es-member2")
+    event = await warning_event(stack, name, "SyncFailed", "karmada-es-member2")
     assert "member2" in event["message"]
     assert "Required value" in event["message"]
 
@@ -281,12 +269,12 @@ async def _a_cluster_without_its_secret_is_not_ready_and_says_why(stack: Stack, 
         }
     )
 
-    not_ready = await _ready(stack, ghost, "False")
+    not_ready = await cluster_ready(stack, ghost, "False")
     assert not_ready["reason"] == "SecretNotFound"
     assert f"Secret karmada-cluster/{ghost} not found" in not_ready["message"]
-    event = await warning(stack, ghost, "MemberConfigInvalid", "default")
+    event = await warning_event(stack, ghost, "MemberConfigInvalid", "default")
     assert f"Secret karmada-cluster/{ghost} not found" in event["message"]
-    assert (await _ready(stack, "member1", "True"))["reason"] == "ClusterReady"
+    assert (await cluster_ready(stack, "member1", "True"))["reason"] == "ClusterReady"
     await propagates(stack, "web")
 
     # The Secret appears, bound to the Cluster as join binds it: it connects and turns Ready.
@@ -302,7 +290,7 @@ async def _a_cluster_without_its_secret_is_not_ready_and_says_why(stack: Stack, 
             "data": secret["data"],
         }
     )
-    assert (await _ready(stack, ghost, "True"))["reason"] == "ClusterReady"
+    assert (await cluster_ready(stack, ghost, "True"))["reason"] == "ClusterReady"
 
 
 async def test_refused_member_configurations_say_why_and_leave_the_others_working(
@@ -310,7 +298,7 @@ async def test_refused_member_configurations_say_why_and_leave_the_others_workin
 ) -> None:
     suffix = namespace[-6:]
     names = {kind: f"{kind}-{suffix}" for kind in ("plain", "foreign", "binary")}
-    async with running(joined, namespace, health=FAST) as stack, _plain_http() as (port, heard):
+    async with running(joined, namespace, health=FAST) as stack, tcp_listener() as (port, heard):
         try:
             await _refused_member_configurations(stack, names, port)
             assert heard == [], "nothing may connect to the http endpoint"
@@ -362,35 +350,13 @@ async def _refused_member_configurations(stack: Stack, names: dict[str, str], po
         names["binary"]: ("InvalidSecret", "data.token is not UTF-8 text"),
     }
     for name, (reason, words) in expected.items():
-        condition = await _ready(stack, name, "False")
+        condition = await cluster_ready(stack, name, "False")
         assert condition["reason"] == reason
         assert words in condition["message"]
-        assert words in (await warning(stack, name, "MemberConfigInvalid", "default"))["message"]
+        assert (
+            words in (await warning_event(stack, name, "MemberConfigInvalid", "default"))["message"]
+        )
     await propagates(stack, "web")
-
-
-@contextlib.asynccontextmanager
-async def _plain_http() -> AsyncIterator[tuple[int, list[str]]]:
-    """A TCP listener on 127.0.0.1; yields its port and the list of peers that connected."""
-    heard: list[str] = []
-
-    async def record(stream: SocketStream) -> None:
-        heard.append(str(stream.extra(SocketAttribute.remote_address)))
-        await stream.aclose()
-
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    async with listener, anyio.create_task_group() as group:
-        group.start_soon(listener.serve, record)
-        yield listener.extra(SocketAttribute.local_port), heard
-        group.cancel_scope.cancel()
-
-
-async def _ready(stack: Stack, cluster: str, status: str) -> Condition:
-    async def matches() -> Condition | None:
-        condition = get_condition(await stack.host.get(CLUSTER_GVK, cluster), READY_CONDITION)
-        return condition if condition and condition.get("status") == status else None
-
-    return await eventually(matches, timeout=60, interval=0.3)
 
 
 async def _remove_cluster(stack: Stack, name: str) -> None:

@@ -22,13 +22,20 @@ from typing import Any, Final
 
 import pytest
 
-from controllers.api import RESOURCE_BINDING_GVK
-from controllers.binding.controller import SYNC_WORK_FAILED_REASON, WORKS_SYNCED_CONDITION
+from controllers.binding.controller import SYNC_WORK_FAILED_REASON
 from controllers.interpreter import Operation
 from controllers.interpreterconfig import QUARANTINED_REASON
-from reconcile import EVENT_GVK, GVK, get_condition
+from reconcile import GVK
 from testenv import Environment, eventually
-from tests.e2e.stack import DEPLOYMENT, Stack, new_deployment, new_policy, running
+from tests.e2e.stack import (
+    DEPLOYMENT,
+    Stack,
+    new_deployment,
+    new_policy,
+    running,
+    warning_event,
+    works_synced_failure,
+)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
@@ -129,15 +136,17 @@ async def _hostile_customization(stack: Stack) -> None:
     await eventually(aggregated, timeout=60)
 
     for name, (_, limit) in PROBES.items():
-        message = await _works_synced_failure(stack, f"{name}-statefulset")
+        message = await works_synced_failure(stack, f"{name}-statefulset")
         assert SCRIPT_NAME in message, message
         assert limit in message or "was not run: quarantined" in message, message
-        assert await _warning(stack, f"{name}-statefulset", SYNC_WORK_FAILED_REASON)
+        assert await warning_event(stack, f"{name}-statefulset", SYNC_WORK_FAILED_REASON)
         for member in stack.members.values():
             assert not (await member.list(STATEFULSET, namespace=ns))["items"]
     # Retried, the looping and crashing probes cost a worker each time: the pool quarantines the
     # script and says so on the customization (not namespaced: its Events go to "default").
-    assert await _warning(stack, "hostile-statefulsets", QUARANTINED_REASON, namespace="default")
+    assert await warning_event(
+        stack, "hostile-statefulsets", QUARANTINED_REASON, namespace="default"
+    )
 
 
 async def _in_effect(stack: Stack) -> bool:
@@ -145,26 +154,3 @@ async def _in_effect(stack: Stack) -> bool:
     interpreter = stack.context.interpreter
     source = interpreter.source_for(STATEFULSET, Operation.REVISE_REPLICA)
     return source is interpreter.customizations
-
-
-async def _works_synced_failure(stack: Stack, binding: str) -> str:
-    async def failed() -> str | None:
-        found = await stack.host.get(RESOURCE_BINDING_GVK, binding, namespace=stack.namespace)
-        condition = get_condition(found, WORKS_SYNCED_CONDITION)
-        if condition is None or condition.get("status") != "False":
-            return None
-        return str(condition.get("message", ""))
-
-    return await eventually(failed, timeout=90, interval=0.5)
-
-
-async def _warning(stack: Stack, obj: str, reason: str, namespace: str = "") -> bool:
-    async def found() -> bool:
-        events = await stack.host.list(
-            EVENT_GVK,
-            namespace=namespace or stack.namespace,
-            field_selector=f"involvedObject.name={obj}",
-        )
-        return any(e["type"] == "Warning" and e["reason"] == reason for e in events["items"])
-
-    return await eventually(found, timeout=60, interval=0.5)

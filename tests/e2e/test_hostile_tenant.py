@@ -38,25 +38,32 @@ import aiohttp
 import anyio
 import pytest
 from aiohttp import web
-from anyio.abc import SocketAttribute, SocketStream
 
 from controllers.api import (
     CLUSTER_GVK,
-    READY_CONDITION,
     RESOURCE_BINDING_GVK,
     WORK_APPLIED_CONDITION,
     WORK_GVK,
 )
 from controllers.binding import work_name
-from controllers.binding.controller import WORKS_SYNCED_CONDITION
 from controllers.cluster import ClusterStatusOptions
 from controllers.cluster.binding import SECRET_NOT_BOUND
 from controllers.interpreter import Operation
-from reconcile import EVENT_GVK, GVK, Condition, ManagerOptions, get_condition
+from reconcile import GVK, Condition, ManagerOptions, get_condition
 from testenv import Environment, eventually
 from testenv.certs import CertificateAuthority
 from tests.builders import delete_and_wait, deployment, get_or_none
-from tests.e2e.stack import POLICY, Stack, new_deployment, new_policy, running
+from tests.e2e.stack import (
+    POLICY,
+    Stack,
+    cluster_ready,
+    new_deployment,
+    new_policy,
+    running,
+    tcp_listener,
+    warning_event,
+    works_synced_failure,
+)
 from tests.e2e.test_application_failover import setup_template, write_status
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
@@ -161,7 +168,7 @@ async def _thief(stack: Stack) -> None:
     """Item 6: a Cluster cannot borrow another member's Secret."""
     name = f"thief-{stack.namespace[-6:]}"
     member1 = await stack.host.get(CLUSTER_GVK, "member1")
-    async with _listener() as (port, heard):
+    async with tcp_listener() as (port, heard):
         spec = {
             "apiEndpoint": f"https://127.0.0.1:{port}",
             "secretRef": member1["spec"]["secretRef"],
@@ -173,7 +180,7 @@ async def _thief(stack: Stack) -> None:
             | {"spec": spec}
         )
         try:
-            condition = await _ready(stack, name, "False")
+            condition = await cluster_ready(stack, name, "False")
             assert condition["reason"] == SECRET_NOT_BOUND, condition
         finally:
             await delete_and_wait(stack.host, CLUSTER_GVK, name, timeout=60)
@@ -219,7 +226,7 @@ async def _lua_hog(stack: Stack) -> None:
         for name in ("spin", "pattern"):
             await stack.host.create(deployment(name, ns, 3, kind="StatefulSet"))
         for name in ("spin", "pattern"):
-            message = await _works_synced_failure(stack, f"{name}-statefulset")
+            message = await works_synced_failure(stack, f"{name}-statefulset")
             assert f"{HOG}/replicaRevision" in message, message
         for member in stack.members.values():
             assert not (await member.list(STATEFULSET, namespace=ns))["items"]
@@ -250,7 +257,7 @@ async def _backtracking_jsonpath(stack: Stack) -> None:
 
     await eventually(copied, timeout=60)
     await write_status(stack, "member1", "redos", ready=False)
-    event = await _warning(stack, "redos-deployment", "EvictWorkloadFromClusterFailed")
+    event = await warning_event(stack, "redos-deployment", "EvictWorkloadFromClusterFailed")
     # The message quotes the jsonPath, cut to what an Event holds.
     assert event["message"].startswith("Evict from cluster member1 failed: jsonPath"), event
     assert await stack.member_deployment("member1", "redos") is not None
@@ -326,7 +333,7 @@ async def _webhook_copy_bomb(stack: Stack) -> None:
             policy["spec"]["resourceSelectors"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet"}]
             await stack.host.create(policy)
             await stack.host.create(deployment("bomb", ns, 3, kind="ReplicaSet"))
-            message = await _works_synced_failure(stack, "bomb-replicaset")
+            message = await works_synced_failure(stack, "bomb-replicaset")
             assert "accumulated copy size" in message, message
             for member in stack.members.values():
                 assert not (await member.list(REPLICASET, namespace=ns))["items"]
@@ -367,22 +374,6 @@ TRIGGERS: Final[tuple[Trigger, ...]] = (
 )
 
 
-@contextlib.asynccontextmanager
-async def _listener() -> AsyncIterator[tuple[int, list[str]]]:
-    """A TCP listener on 127.0.0.1; yields its port and the peers that connected."""
-    heard: list[str] = []
-
-    async def record(stream: SocketStream) -> None:
-        heard.append(str(stream.extra(SocketAttribute.remote_address)))
-        await stream.aclose()
-
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    async with listener, anyio.create_task_group() as group:
-        group.start_soon(listener.serve, record)
-        yield listener.extra(SocketAttribute.local_port), heard
-        group.cancel_scope.cancel()
-
-
 async def _applied(stack: Stack, cluster: str, template: str, status: str) -> Condition:
     name = work_name("Deployment", template, stack.namespace)
 
@@ -392,33 +383,3 @@ async def _applied(stack: Stack, cluster: str, template: str, status: str) -> Co
         return condition if condition and condition.get("status") == status else None
 
     return await eventually(matches, timeout=90, interval=0.3)
-
-
-async def _ready(stack: Stack, cluster: str, status: str) -> Condition:
-    async def matches() -> Condition | None:
-        condition = get_condition(await stack.host.get(CLUSTER_GVK, cluster), READY_CONDITION)
-        return condition if condition and condition.get("status") == status else None
-
-    return await eventually(matches, timeout=90, interval=0.3)
-
-
-async def _works_synced_failure(stack: Stack, binding: str) -> str:
-    async def failed() -> str | None:
-        found = await get_or_none(stack.host, RESOURCE_BINDING_GVK, binding, stack.namespace)
-        condition = get_condition(found, WORKS_SYNCED_CONDITION) if found else None
-        if condition is None or condition.get("status") != "False":
-            return None
-        return str(condition.get("message", ""))
-
-    return await eventually(failed, timeout=90, interval=0.5)
-
-
-async def _warning(stack: Stack, obj: str, reason: str) -> dict[str, Any]:
-    async def found() -> dict[str, Any] | None:
-        events = await stack.host.list(
-            EVENT_GVK, namespace=stack.namespace, field_selector=f"involvedObject.name={obj}"
-        )
-        matching = [e for e in events["items"] if (e["type"], e["reason"]) == ("Warning", reason)]
-        return matching[-1] if matching else None
-
-    return await eventually(found, timeout=90, interval=0.5)

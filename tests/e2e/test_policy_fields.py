@@ -11,7 +11,16 @@ from controllers.api import RESOURCE_BINDING_GVK
 from reconcile import EVENT_GVK, NotFound
 from testenv import Environment, consistently, eventually
 from tests.builders import deployment_selector, propagation_policy, weighted
-from tests.e2e.stack import DEPLOYMENT, MEMBERS, OVERRIDE, POLICY, Stack, new_deployment, running
+from tests.e2e.stack import (
+    DEPLOYMENT,
+    MEMBERS,
+    OVERRIDE,
+    POLICY,
+    Stack,
+    new_deployment,
+    running,
+    warning_event,
+)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
@@ -21,14 +30,6 @@ async def _warnings(stack: Stack, obj: str, reason: str) -> list[dict[str, Any]]
         EVENT_GVK, namespace=stack.namespace, field_selector=f"involvedObject.name={obj}"
     )
     return [e for e in events["items"] if e["type"] == "Warning" and e["reason"] == reason]
-
-
-async def _warning(stack: Stack, obj: str, reason: str) -> dict[str, Any]:
-    async def found() -> dict[str, Any] | None:
-        matching = await _warnings(stack, obj, reason)
-        return matching[-1] if matching else None
-
-    return await eventually(found, timeout=60, interval=0.3)
 
 
 async def _placement_weights(stack: Stack, template: str) -> list[int]:
@@ -110,7 +111,7 @@ async def _dependent_overrides_hold_the_template_back_until_they_exist(stack: St
     await stack.host.create(new_deployment("dep", ns, 3))
     await stack.host.create(policy)
 
-    event = await _warning(stack, "dep", "DependentOverridesMissing")
+    event = await warning_event(stack, "dep", "DependentOverridesMissing")
     assert "dep-labels" in event["message"]
     with pytest.raises(NotFound):
         await stack.host.get(RESOURCE_BINDING_GVK, "dep-deployment", namespace=ns)
@@ -146,7 +147,7 @@ async def _an_unsupported_field_is_reported_once_per_generation(stack: Stack) ->
     # Propagating takes the policy's reconciles after its permanent id was written: same
     # generation, so still one Event.
     await stack.wait_replicas("prio", {"member1": 2, "member2": 1})
-    event = await _warning(stack, "prio", "UnsupportedField")
+    event = await warning_event(stack, "prio", "UnsupportedField")
     assert "spec.schedulePriority" in event["message"]
     assert event["involvedObject"]["kind"] == "PropagationPolicy"
 

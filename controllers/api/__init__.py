@@ -87,6 +87,7 @@ from controllers.api.fingerprint import (
     recorded_fingerprint,
     template_fingerprint,
 )
+from controllers.api.identity import IDENTITY_POINTERS, Identity, identity_change, identity_of
 from controllers.api.names import (
     APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
     APPLIED_OVERRIDES_ANNOTATION,
@@ -300,11 +301,13 @@ __all__ = [
     "FieldSelector",
     "FieldSelectorRequirement",
     "GracefulEvictionTask",
+    "IDENTITY_POINTERS",
     "INTERPRET_COMPONENT",
     "INTERPRET_DEPENDENCY",
     "INTERPRET_HEALTH",
     "INTERPRET_REPLICA",
     "INTERPRET_STATUS",
+    "Identity",
     "ImageComponent",
     "ImageOverrider",
     "ImagePredicate",
@@ -428,6 +431,8 @@ __all__ = [
     "customization_target",
     "division_preference_of",
     "execution_namespace",
+    "identity_change",
+    "identity_of",
     "is_cluster_ready",
     "is_reserved_namespace",
     "manifests_of",

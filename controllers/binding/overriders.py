@@ -16,6 +16,9 @@ place and raises ``OverriderError`` naming the entry (``plaintext[1]``) when it 
 - fieldOverrider: parses the YAML (preferred when both are given) or JSON document held in the
   string at ``fieldPath``, applies the JSON patch of ``subPath`` operations, writes it back.
 - plaintext: RFC 6902 add/remove/replace on the object (``reconcile.apply_json_patch``).
+
+No entry may change the object's identity (apiVersion, kind, namespace, name; ``controllers.api
+.identity``): Karmada lets a plaintext ``replace /kind`` through, we refuse it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, Final
 
 import yaml
 
+from controllers.api.identity import identity_change, identity_of
 from controllers.binding.images import override_image
 from reconcile import JsonPatchError, apply_json_patch, parse_pointer, resolve_pointer
 
@@ -211,11 +215,18 @@ def apply_overriders(obj: dict[str, Any], overriders: Mapping[str, Any]) -> None
 
     Raises:
         OverriderError: an entry cannot be applied (bad pointer, missing path, invalid document,
-            unsupported operator, unparsable image); ``obj`` may be partly changed.
+            unsupported operator, unparsable image) or changed the object's identity
+            (apiVersion, kind, namespace, name); ``obj`` may be partly changed.
     """
+    pinned = identity_of(obj)
     for kind in OVERRIDER_ORDER:
         for index, overrider in enumerate(overriders.get(kind) or []):
             try:
                 _APPLIERS[kind](obj, overrider)
             except (JsonPatchError, ValueError, TypeError, AttributeError) as error:
                 raise OverriderError(f"{kind}[{index}]", str(error)) from error
+            # After each entry, so the refusal names the one that did it.
+            change = identity_change(pinned, obj)
+            if change is not None:
+                reason = f"changes the object's identity ({change}); refused"
+                raise OverriderError(f"{kind}[{index}]", reason)

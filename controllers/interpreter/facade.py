@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from controllers.api.identity import identity_change, identity_of
 from controllers.interpreter.backend import Backend
 from controllers.interpreter.customization import (
     Customization,
@@ -32,6 +33,7 @@ from controllers.interpreter.types import (
     AggregatedStatusItem,
     Component,
     DependentObjectReference,
+    IdentityChanged,
     InterpreterError,
     NotSupported,
     Operation,
@@ -175,12 +177,16 @@ class Interpreter:
         return await self._pick(obj, Operation.INTERPRET_REPLICA).get_replicas(obj)
 
     async def revise_replica(self, obj: Obj, replicas: int) -> Obj:
-        """ReviseReplica. Raises: NotSupported, InterpreterError."""
-        return await self._pick(obj, Operation.REVISE_REPLICA).revise_replica(obj, replicas)
+        """ReviseReplica. Raises: NotSupported, InterpreterError (IdentityChanged when the
+        result is another object)."""
+        revised = await self._pick(obj, Operation.REVISE_REPLICA).revise_replica(obj, replicas)
+        return _same_identity(Operation.REVISE_REPLICA, obj, revised)
 
     async def retain(self, desired: Obj, observed: Obj) -> Obj:
-        """Retain (chosen by the desired object's kind). Raises: NotSupported, InterpreterError."""
-        return await self._pick(desired, Operation.RETAIN).retain(desired, observed)
+        """Retain (chosen by the desired object's kind). Raises: NotSupported, InterpreterError
+        (IdentityChanged when the result is another object than ``desired``)."""
+        retained = await self._pick(desired, Operation.RETAIN).retain(desired, observed)
+        return _same_identity(Operation.RETAIN, desired, retained)
 
     async def aggregate_status(self, obj: Obj, items: Sequence[AggregatedStatusItem]) -> Obj:
         """AggregateStatus. Raises: NotSupported, InterpreterError."""
@@ -218,3 +224,12 @@ def _handled_by(*backends: Backend | None) -> KindFilter:
         return any(b.handles(gvk, op) for b in backends if b is not None for op in Operation)
 
     return concerned
+
+
+def _same_identity(operation: Operation, given: Obj, result: Obj) -> Obj:
+    # Checked here, once for every source (Lua, webhook, bundled, native): what a source
+    # returns is written to a member with the controller-manager's rights.
+    change = identity_change(identity_of(given), result)
+    if change is not None:
+        raise IdentityChanged(operation, change)
+    return result

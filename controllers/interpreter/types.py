@@ -91,6 +91,16 @@ class InvalidCustomization(InterpreterError):
     """A ResourceInterpreterCustomization is malformed; the message says which field."""
 
 
+class IdentityChanged(InterpreterError):
+    """A ReviseReplica or Retain result changed the object's apiVersion, kind, namespace or name
+    (refused: a customization or webhook must not turn one object into another)."""
+
+    def __init__(self, operation: Operation, change: str) -> None:
+        self.operation = operation
+        self.change = change
+        super().__init__(f"{operation} changed the object's identity ({change}); refused")
+
+
 class LuaError(InterpreterError):
     """A Lua customization failed; ``script`` names it (customization/operation)."""
 

@@ -10,6 +10,10 @@ annotation keys Kubernetes would refuse; an imageOverrider predicate, fieldOverr
 or ``subPath`` that is no JSON pointer; a fieldOverrider with both ``json`` and ``yaml``; an
 ``add``/``replace`` without a value or a ``remove`` with one. A plaintext ``path`` must be a JSON
 pointer too (Karmada finds out when applying; the binding controller here would refuse the rule).
+Stricter than Karmada: no plaintext ``path``, fieldOverrider ``fieldPath`` or imageOverrider
+predicate may point at, under or above ``/apiVersion``, ``/kind``, ``/metadata/namespace`` or
+``/metadata/name`` (issue #26: a namespaced policy turned a ConfigMap into a ClusterRoleBinding);
+the binding controller refuses such a result anyway, this says so at once.
 """
 
 from __future__ import annotations
@@ -17,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controllers.api import OverrideSpec, nested_deeper_than, override_spec, shape_problems
+from controllers.api import (
+    IDENTITY_POINTERS,
+    OverrideSpec,
+    nested_deeper_than,
+    override_spec,
+    shape_problems,
+)
 from controllers.binding.overrides import MAX_OVERRIDE_DEPTH
 from controllers.detector.validation import resource_selector_problems
 from controllers.webhook.fields import invalid, new_problems, refuse_if_any
@@ -40,6 +50,7 @@ __all__ = [
 # apimachinery's TotalAnnotationSizeLimitB.
 _ANNOTATIONS_LIMIT: Final = 256 * 1024
 _VALUED: Final = ("add", "replace")
+_IDENTITY_TOKENS: Final = tuple(parse_pointer(pointer) for pointer in IDENTITY_POINTERS)
 
 Obj = dict[str, Any]
 
@@ -62,6 +73,23 @@ def _pointer_problem(pointer: object, path: str) -> list[str]:
         parse_pointer(pointer)
     except JsonPatchError as error:
         return [invalid(path, pointer, str(error))]
+    return []
+
+
+def _object_pointer_problem(pointer: object, path: str) -> list[str]:
+    """A pointer into the object that does not parse, or reaches at, under or above one of its
+    identity fields."""
+    if problems := _pointer_problem(pointer, path):
+        return problems
+    tokens = parse_pointer(pointer)
+    for identity in _IDENTITY_TOKENS:
+        shorter = min(len(tokens), len(identity))
+        if tokens[:shorter] == identity[:shorter]:
+            detail = (
+                "must not reach the object's apiVersion, kind, namespace or name (an override "
+                "cannot turn one object into another)"
+            )
+            return [invalid(path, pointer, detail)]
     return []
 
 
@@ -89,7 +117,7 @@ def _field_overrider_problems(overrider: Mapping[str, Any], path: str) -> list[s
     if overrider.get("json") and overrider.get("yaml"):
         detail = "FieldOverrider has both YAML and JSON set. Only one is allowed"
         problems.append(invalid(path, dict(overrider), detail))
-    problems += _pointer_problem(overrider.get("fieldPath", ""), f"{path}.fieldPath")
+    problems += _object_pointer_problem(overrider.get("fieldPath", ""), f"{path}.fieldPath")
     for form in ("json", "yaml"):
         for index, patch in enumerate(overrider.get(form) or []):
             where = f"{path}.{form}[{index}]"
@@ -112,12 +140,12 @@ def _overriders_problems(overriders: Mapping[str, Any], path: str) -> list[str]:
         predicate = entry.get("predicate")
         if predicate is not None:
             where = f"{path}.imageOverrider[{index}].predicate.path"
-            problems += _pointer_problem(predicate.get("path", ""), where)
+            problems += _object_pointer_problem(predicate.get("path", ""), where)
     for index, entry in enumerate(overriders.get("fieldOverrider") or []):
         problems += _field_overrider_problems(entry, f"{path}.fieldOverrider[{index}]")
     for index, entry in enumerate(overriders.get("plaintext") or []):
         where = f"{path}.plaintext[{index}]"
-        problems += _pointer_problem(entry.get("path", ""), f"{where}.path")
+        problems += _object_pointer_problem(entry.get("path", ""), f"{where}.path")
         problems += _operation_problems(entry.get("operator"), entry.get("value"), f"{where}.value")
     return problems
 

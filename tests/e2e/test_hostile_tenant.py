@@ -3,6 +3,9 @@
 One controller-manager (leader-elected, /metrics served over HTTPS behind TokenReview) gets, all
 at the same time:
 
+- a namespaced OverridePolicy turning a ConfigMap into a ClusterRoleBinding to cluster-admin,
+  and one moving a ConfigMap to another namespace: the bindings are WorksSynced=False naming the
+  entry that changed the identity, and nothing of either reaches a member;
 - a member object squatting a template's name, labelled ``karmada.io/managed=true`` but naming no
   Work: member1's Work is Applied=False saying so and the squatter is left as it was;
 - a Cluster pointing its apiEndpoint at a listener of the tenant's and its secretRef at member1's
@@ -52,8 +55,9 @@ from controllers.interpreter import Operation
 from reconcile import GVK, Condition, ManagerOptions, get_condition
 from testenv import Environment, eventually
 from testenv.certs import CertificateAuthority
-from tests.builders import delete_and_wait, deployment, get_or_none
+from tests.builders import configmap, delete_and_wait, deployment, get_or_none
 from tests.e2e.stack import (
+    OVERRIDE,
     POLICY,
     Stack,
     cluster_ready,
@@ -76,6 +80,13 @@ FAST: Final = ClusterStatusOptions(
     update_frequency=1.0, failure_threshold=2.0, success_threshold=2.0
 )
 STATEFULSET: Final = GVK("apps", "v1", "StatefulSet")
+CONFIG_MAP: Final = GVK("", "v1", "ConfigMap")
+CLUSTER_ROLE_BINDING: Final = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
+CLUSTER_ADMIN: Final = {
+    "apiGroup": "rbac.authorization.k8s.io",
+    "kind": "ClusterRole",
+    "name": "cluster-admin",
+}
 CUSTOMIZATION: Final = GVK("config.karmada.io", "v1alpha1", "ResourceInterpreterCustomization")
 HOG: Final = "hostile-tenant-statefulsets"
 REPLICASET: Final = GVK("apps", "v1", "ReplicaSet")
@@ -146,6 +157,41 @@ async def _well_behaved(stack: Stack) -> None:
     await stack.host.create(new_deployment("web", stack.namespace, 3))
     await stack.host.create(new_policy("web", stack.namespace, "web"))
     await stack.wait_replicas("web", {"member1": 2, "member2": 1})
+
+
+async def _escalation(stack: Stack) -> None:
+    """Item 1: overrides that would make a ConfigMap a cluster-admin binding, or move it to
+    another namespace, are refused; nothing of either reaches a member."""
+    ns = stack.namespace
+    moves = {
+        "escalate": [
+            {"path": "/kind", "operator": "replace", "value": "ClusterRoleBinding"},
+            {"path": "/apiVersion", "operator": "replace", "value": "rbac.authorization.k8s.io/v1"},
+            {"path": "/metadata/namespace", "operator": "remove"},
+            {"path": "/roleRef", "operator": "add", "value": CLUSTER_ADMIN},
+        ],
+        "relocate": [{"path": "/metadata/namespace", "operator": "replace", "value": "default"}],
+    }
+    for name, plaintext in moves.items():
+        await stack.host.create(configmap(name, ns, key="value"))
+        selector = [{"apiVersion": "v1", "kind": "ConfigMap", "name": name}]
+        rule = {"overriders": {"plaintext": plaintext}}
+        spec = {"resourceSelectors": selector, "overrideRules": [rule]}
+        await stack.host.create(
+            {"apiVersion": OVERRIDE.api_version, "kind": OVERRIDE.kind}
+            | {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+        )
+        policy = new_policy(name, ns, name)
+        policy["spec"]["resourceSelectors"] = selector
+        await stack.host.create(policy)
+    for name in moves:
+        message = await works_synced_failure(stack, f"{name}-configmap")
+        assert "plaintext[0]: changes the object's identity" in message, message
+    for member in stack.members.values():
+        assert await get_or_none(member, CLUSTER_ROLE_BINDING, "escalate") is None
+        assert await get_or_none(member, CONFIG_MAP, "relocate", "default") is None
+        for name in moves:
+            assert await get_or_none(member, CONFIG_MAP, name, ns) is None
 
 
 async def _squatter(stack: Stack) -> None:
@@ -365,6 +411,7 @@ async def _metrics_flood(stack: Stack) -> None:
 
 TRIGGERS: Final[tuple[Trigger, ...]] = (
     _well_behaved,
+    _escalation,
     _squatter,
     _thief,
     _lua_hog,

@@ -12,12 +12,13 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import anyio
 import pytest
 
-from controllers.api import PROPAGATION_POLICY_GVK
+from controllers.api import OVERRIDE_POLICY_GVK, PROPAGATION_POLICY_GVK
 from controllers.controllermanager import build
 from reconcile import ApiError, Client
 from reconcile.webhook import WebhookServer
@@ -172,3 +173,43 @@ async def test_a_state_preservation_json_path_that_is_too_long_or_does_not_parse
         with pytest.raises(ApiError, match="Too long") as refused:
             await karmada_client.create(failing_over("long", "{.a}" + "x" * 1024))
         assert field in str(refused.value)
+
+
+async def test_an_override_policy_that_rewrites_identity_is_refused(
+    host: ControlPlane,
+    webhooks: WebhookInstaller,
+    karmada_client: Client,
+    namespace: str,
+) -> None:
+    # #26 item 1: these two plaintext operations turned a tenant's ConfigMap into a
+    # ClusterRoleBinding to cluster-admin on every member.
+    serving = await _install(webhooks)
+    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
+    manager = await manager_of(host, webhook_server=server)
+    build(manager, controllers=["webhook"])
+    plaintext = [
+        {"path": "/kind", "operator": "replace", "value": "ClusterRoleBinding"},
+        {"path": "/metadata/namespace", "operator": "remove"},
+        {"path": "/metadata/labels/tier", "operator": "add", "value": "web"},
+    ]
+
+    def policy(operations: list[dict[str, str]]) -> dict[str, Any]:
+        return {
+            "apiVersion": OVERRIDE_POLICY_GVK.api_version,
+            "kind": "OverridePolicy",
+            "metadata": {"name": "escalate", "namespace": namespace},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}],
+                "overrideRules": [{"overriders": {"plaintext": operations}}],
+            },
+        }
+
+    async with running(manager):
+        with pytest.raises(ApiError, match="denied the request") as refused:
+            await karmada_client.create(policy(plaintext))
+        message = str(refused.value)
+        for index, path in enumerate(["/kind", "/metadata/namespace"]):
+            assert f'plaintext[{index}].path: Invalid value: "{path}"' in message, message
+        assert "must not reach the object's apiVersion, kind, namespace or name" in message
+        assert "plaintext[2]" not in message
+        await karmada_client.create(policy(plaintext[2:]))

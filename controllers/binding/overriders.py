@@ -14,7 +14,8 @@ place and raises ``OverriderError`` naming the entry (``plaintext[1]``) when it 
 - labelsOverrider/annotationsOverrider: ``add`` sets keys (creating the map); ``remove`` and
   ``replace`` skip keys the object does not have.
 - fieldOverrider: parses the YAML (preferred when both are given) or JSON document held in the
-  string at ``fieldPath``, applies the JSON patch of ``subPath`` operations, writes it back.
+  string at ``fieldPath`` (bounded: ``controllers.binding.documents``; no YAML anchors or
+  aliases), applies the JSON patch of ``subPath`` operations, writes it back.
 - plaintext: RFC 6902 add/remove/replace on the object (``reconcile.apply_json_patch``).
 
 No entry may change the object's identity (apiVersion, kind, namespace, name; ``controllers.api
@@ -30,6 +31,7 @@ from typing import Any, Final
 import yaml
 
 from controllers.api.identity import identity_change, identity_of
+from controllers.binding.documents import load_json, load_yaml
 from controllers.binding.images import override_image
 from reconcile import JsonPatchError, apply_json_patch, parse_pointer, resolve_pointer
 
@@ -160,7 +162,7 @@ def _patch_operations(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, An
 def _edit_document(text: str, overrider: Mapping[str, Any]) -> str | None:
     if overrider.get("yaml"):
         try:
-            document = yaml.safe_load(text)
+            document = load_yaml(text)
         except yaml.YAMLError as error:
             raise ValueError(f"the field does not hold valid YAML: {error}") from error
         patched = _apply(document, _patch_operations(overrider["yaml"]))
@@ -168,7 +170,7 @@ def _edit_document(text: str, overrider: Mapping[str, Any]) -> str | None:
         return yaml.safe_dump(patched, sort_keys=True, allow_unicode=True, width=2**31 - 1)
     if overrider.get("json"):
         try:
-            document = json.loads(text)
+            document = load_json(text)
         except json.JSONDecodeError as error:
             raise ValueError(f"the field does not hold valid JSON: {error}") from error
         patched = _apply(document, _patch_operations(overrider["json"]))

@@ -6,6 +6,8 @@ at the same time:
 - a namespaced OverridePolicy turning a ConfigMap into a ClusterRoleBinding to cluster-admin,
   and one moving a ConfigMap to another namespace: the bindings are WorksSynced=False naming the
   entry that changed the identity, and nothing of either reaches a member;
+- a 400-byte YAML alias bomb in a ConfigMap value that a fieldOverrider edits: refused before it
+  expands (17.9 MB in 23 s before), WorksSynced=False;
 - a member object squatting a template's name, labelled ``karmada.io/managed=true`` but naming no
   Work: member1's Work is Applied=False saying so and the squatter is left as it was;
 - a Cluster pointing its apiEndpoint at a listener of the tenant's and its secretRef at member1's
@@ -192,6 +194,34 @@ async def _escalation(stack: Stack) -> None:
         assert await get_or_none(member, CONFIG_MAP, "relocate", "default") is None
         for name in moves:
             assert await get_or_none(member, CONFIG_MAP, name, ns) is None
+
+
+async def _alias_bomb(stack: Stack) -> None:
+    """Item 3: a YAML alias bomb in a ConfigMap value edited by a fieldOverrider is refused
+    before it expands."""
+    ns = stack.namespace
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{n}: &a{n} [{','.join([f'*a{n - 1}'] * 9)}]" for n in range(1, 9)]
+    await stack.host.create(configmap("laughs", ns, config="\n".join(lines)))
+    selector = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "laughs"}]
+    edit = {"subPath": "/a0/0", "operator": "replace", "value": "x"}
+    field = {"fieldPath": "/data/config", "yaml": [edit]}
+    spec = {
+        "resourceSelectors": selector,
+        "overrideRules": [{"overriders": {"fieldOverrider": [field]}}],
+    }
+    await stack.host.create(
+        {"apiVersion": OVERRIDE.api_version, "kind": OVERRIDE.kind}
+        | {"metadata": {"name": "laughs", "namespace": ns}, "spec": spec}
+    )
+    policy = new_policy("laughs", ns, "laughs")
+    policy["spec"]["resourceSelectors"] = selector
+    await stack.host.create(policy)
+    message = await works_synced_failure(stack, "laughs-configmap")
+    assert "fieldOverrider[0]" in message, message
+    assert "anchors and aliases are not supported" in message, message
+    for member in stack.members.values():
+        assert await get_or_none(member, CONFIG_MAP, "laughs", ns) is None
 
 
 async def _squatter(stack: Stack) -> None:
@@ -412,6 +442,7 @@ async def _metrics_flood(stack: Stack) -> None:
 TRIGGERS: Final[tuple[Trigger, ...]] = (
     _well_behaved,
     _escalation,
+    _alias_bomb,
     _squatter,
     _thief,
     _lua_hog,

@@ -3,7 +3,8 @@
 (Cluster)OverridePolicies are users' input and their overriders carry free-form values (plaintext
 values, JSON pointers, images, YAML documents). ``apply_overrides`` must return the overridden
 manifest or raise ``OverrideError`` naming the policy and rule, which the binding controller turns
-into a condition on the binding, and never change the caller's manifest.
+into a condition on the binding, and never change the caller's manifest; a manifest that comes
+out has the template's apiVersion, kind, namespace and name.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from controllers.api import identity_of
 from controllers.binding import OverrideError, OverrideResult, apply_overrides
 from tests.fuzz.strategies import (
     crd_schema,
@@ -62,6 +64,7 @@ pointers = st.one_of(
             "/spec/template/metadata/annotations/yaml",
             "/spec/template/spec/containers/-", "/spec/template/spec/containers/9", "/metadata",
             "", "/", "spec", "/spec//x", "/a~2b", "/spec/template/spec/containers/01", "/~1",
+            "/kind", "/apiVersion", "/metadata/namespace", "/metadata/name", "/metadata/na~1me",
         ]
     ),
     nasty_text,
@@ -188,6 +191,8 @@ def test_overrides_apply_or_raise_an_override_error(found: list[dict[str, Any]])
     else:
         # The manifest goes into a Work: it must still be JSON, and so must the annotations.
         json.dumps(outcome.manifest, allow_nan=False)
+        # Whatever the policies say, the member gets the template's object (#26 item 1).
+        assert identity_of(outcome.manifest) == identity_of(DEPLOYMENT)
         assert all(isinstance(value, str) for value in outcome.annotations().values())
     assert manifest == DEPLOYMENT, "the caller's manifest is never changed"
 

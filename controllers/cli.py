@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import socket
 import sys
@@ -508,7 +509,26 @@ def _parser() -> argparse.ArgumentParser:
     add_command_parsers(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")
     demo.set_defaults(func=_demo)
+    version = commands.add_parser(
+        "version", help="print the version, commit, Python and Karmada API of this reconcile"
+    )
+    version.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    version.set_defaults(func=_version)
     return parser
+
+
+def _version(args: argparse.Namespace) -> int:
+    from controllers.version import version_info
+
+    info = version_info()
+    if args.output == "json":
+        print(json.dumps(info, indent=2))
+        return 0
+    api = ", ".join(info["karmadaAPIVersions"])
+    print(f"reconcile {info['version']} (commit {info['gitCommit']})")
+    print(f"python {info['pythonVersion']}")
+    print(f"karmada {info['karmadaVersion']} API: {api}")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

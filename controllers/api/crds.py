@@ -28,7 +28,10 @@ from reconcile import Resource
 
 __all__ = ["CRD_DIRECTORY", "KARMADA_RESOURCES", "crd_paths"]
 
-CRD_DIRECTORY: Final = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+_INSTALLED: Final = Path(__file__).resolve().parent / "crds"
+_CHECKOUT: Final = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+# A wheel carries the CRDs in the package (setup.py copies them); a checkout has deploy/crds.
+CRD_DIRECTORY: Final = _INSTALLED if _INSTALLED.is_dir() else _CHECKOUT
 
 KARMADA_RESOURCES: Final[tuple[Resource, ...]] = (
     PROPAGATION_POLICIES,
@@ -47,11 +50,11 @@ KARMADA_RESOURCES: Final[tuple[Resource, ...]] = (
 
 
 def crd_paths() -> list[Path]:
-    """The CRD files in ``deploy/crds``, one per kind, sorted by name.
+    """The CRD files, one per kind, sorted by name: ``deploy/crds`` of a checkout, or the copy
+    an installed wheel carries in ``controllers/api/crds``.
 
     Raises:
-        FileNotFoundError: ``deploy/crds`` is missing or empty (the package runs outside the
-            project's source tree).
+        FileNotFoundError: neither is there, or it is empty.
     """
     paths = sorted(CRD_DIRECTORY.glob("*.yaml")) if CRD_DIRECTORY.is_dir() else []
     if not paths:

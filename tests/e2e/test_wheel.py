@@ -1,0 +1,93 @@
+"""End to end: the wheel stands alone (issue #33).
+
+``python -m build`` makes the sdist and the wheel (the wheel from the sdist, as a user's pip
+would); installed into a fresh virtualenv, outside any checkout, ``reconcile version`` names this
+commit, the Karmada CRDs come from the package, ``reconcile testenv install`` and ``reconcile
+demo`` work, and a user's test using testenv's pytest plugin runs against a real apiserver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from controllers.api import KARMADA_RESOURCES
+
+ROOT = Path(__file__).resolve().parents[2]
+USER_TEST = """
+import pytest
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+async def test_the_plugin_gives_a_namespace_on_a_real_apiserver(host, namespace):
+    assert host.kubeconfig.is_file()
+    assert namespace.startswith("test-")
+"""
+USER_INI = """[pytest]
+asyncio_mode = strict
+asyncio_default_fixture_loop_scope = session
+asyncio_default_test_loop_scope = session
+"""
+
+
+def _run(command: list[str], cwd: Path, timeout: float = 600) -> str:
+    """Run ``command`` in ``cwd`` (never the checkout); its output, or a failure with it."""
+    # PYTHONPATH would let the checkout in through the back door.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{output[-4000:]}"
+    return output
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new virtualenv with the wheel built from this checkout (and its ``test`` extra); its bin
+    directory."""
+    work = tmp_path_factory.mktemp("wheel")
+    _run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(ROOT)], work)
+    (wheel,) = (work / "dist").glob("reconcile-*.whl")
+    assert list((work / "dist").glob("reconcile-*.tar.gz")), "no sdist"
+    _run([sys.executable, "-m", "venv", str(work / "venv")], work)
+    bin_dir = work / "venv" / "bin"
+    _run([str(bin_dir / "pip"), "install", "-q", f"{wheel}[test]"], work)
+    return bin_dir
+
+
+def test_version_names_this_release_and_commit(fresh: Path) -> None:
+    info = json.loads(_run([str(fresh / "reconcile"), "version", "-o", "json"], fresh))
+    head = _run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], fresh).strip()
+    assert info["version"] == metadata.version("reconcile")
+    assert info["gitCommit"] == head
+    assert info["karmadaAPIVersions"] == sorted({r.gvk.api_version for r in KARMADA_RESOURCES})
+    text = _run([str(fresh / "reconcile"), "version"], fresh)
+    assert text.startswith(f"reconcile {info['version']} (commit {head})")
+
+
+def test_the_crds_come_from_the_package(fresh: Path) -> None:
+    script = "from controllers.api import crd_paths; print('\\n'.join(map(str, crd_paths())))"
+    paths = _run([str(fresh / "python"), "-c", script], fresh).split()
+    assert len(paths) == len(KARMADA_RESOURCES)
+    assert all(path.startswith(str(fresh.parent)) for path in paths), paths
+
+
+def test_testenv_install_and_the_demo_run_from_the_wheel(fresh: Path) -> None:
+    _run([str(fresh / "reconcile"), "testenv", "install", "--quiet"], fresh)
+    output = _run([str(fresh / "reconcile"), "demo"], fresh)
+    assert "nginx is divided 2:1 across the members" in output, output[-2000:]
+
+
+def test_a_users_test_runs_with_the_testenv_plugin(fresh: Path, tmp_path: Path) -> None:
+    (tmp_path / "test_user.py").write_text(USER_TEST)
+    (tmp_path / "pytest.ini").write_text(USER_INI)
+    output = _run([str(fresh / "python"), "-m", "pytest", "-p", "testenv", "-q"], tmp_path)
+    assert "1 passed" in output, output[-2000:]

@@ -22,6 +22,7 @@ _PIECES: Final = [
     "a", "b: ", "- ", "[", "]", "{", "}", ", ", ": ", "\n", "  ", "&x ", "*x", "&y ", "*y",
     "!!str ", "!!binary ", "!!python/object:os.system ", "'", '"', "|\n", ">\n", "---\n",
     "...\n", "# c\n", "? ", "1", "0x1F", "1e3", "null", "~", "yes", "<<: ", "\t", "\u00e9",
+    "!!int", "!!float", "!!bool", "!!timestamp ", "!!set ", "!!omap ", "\x1f",
 ]  # fmt: skip
 
 pieces = st.lists(st.sampled_from(_PIECES), max_size=40).map("".join)

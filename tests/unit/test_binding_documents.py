@@ -17,6 +17,7 @@ from controllers.binding import OverriderError, apply_overriders
 from controllers.binding.documents import (
     MAX_DOCUMENT_BYTES,
     MAX_DOCUMENT_DEPTH,
+    MAX_DOCUMENT_NODES,
     DocumentError,
     load_json,
     load_yaml,
@@ -79,6 +80,14 @@ def test_block_nesting_too_deep_is_refused() -> None:
         load_yaml(nested)
 
 
+def test_a_document_of_too_many_values_is_refused() -> None:
+    many = "[" + "1," * MAX_DOCUMENT_NODES + "1]"
+    with pytest.raises(DocumentError, match=f"more than {MAX_DOCUMENT_NODES} values"):
+        load_yaml(many)
+    with pytest.raises(DocumentError, match=f"more than {MAX_DOCUMENT_NODES} values"):
+        load_json(many)
+
+
 def test_a_document_at_the_depth_cap_loads() -> None:
     nested = "[" * MAX_DOCUMENT_DEPTH + "]" * MAX_DOCUMENT_DEPTH
     assert load_yaml(nested) == load_json(nested) == yaml.safe_load(nested)
@@ -97,6 +106,12 @@ def test_a_document_at_the_depth_cap_loads() -> None:
 )
 def test_ordinary_documents_load_as_safe_load_reads_them(text: str) -> None:
     assert load_yaml(text) == yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("text", ["!!int", "!!float", "!!bool", "!!timestamp x", "\x1f"])
+def test_a_document_pyyaml_cannot_construct_is_an_error_the_overrider_reports(text: str) -> None:
+    with pytest.raises((DocumentError, yaml.YAMLError)):
+        load_yaml(text)
 
 
 def test_a_field_overrider_reports_the_refusal_on_its_entry() -> None:

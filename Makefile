@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit binaries setup clean
+.PHONY: demo test lint unit binaries image setup clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,13 @@ $(STAMP): pyproject.toml
 binaries: $(STAMP)
 	@$(BIN)/reconcile testenv install --quiet
 
+# The controller-manager's OCI image, built offline from Debian's packages (mmdebstrap, umoci:
+# installed here when missing) and cached by content; prints its name, archive and size.
+image: $(STAMP)
+	@command -v mmdebstrap >/dev/null && command -v umoci >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq mmdebstrap umoci podman >/dev/null; }
+	@$(BIN)/python deploy/image/build.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -29,7 +36,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
-test: lint binaries
+test: lint binaries image
 	$(BIN)/pytest -q
 
 demo: binaries

@@ -12,6 +12,8 @@ at the same time:
   Work: member1's Work is Applied=False saying so and the squatter is left as it was;
 - a Cluster pointing its apiEndpoint at a listener of the tenant's and its secretRef at member1's
   Secret: Ready=False ``SecretNotBound``, and the listener never hears from us;
+- a member joined with a token of its minimum lifetime (10 minutes): TokenExpiring=True,
+  ``TokenExpiresSoon``, with a Warning Event, before it lapses;
 - a ResourceInterpreterCustomization whose ReviseReplica loops (in Lua and in a C pattern): the
   bindings of its kind are WorksSynced=False naming the script;
 - a PropagationPolicy whose statePreservation jsonPath is the backtracking filter of the issue
@@ -53,7 +55,9 @@ from controllers.api import (
 from controllers.binding import work_name
 from controllers.cluster import ClusterStatusOptions
 from controllers.cluster.binding import SECRET_NOT_BOUND
+from controllers.cluster.expiry import TOKEN_EXPIRING_CONDITION
 from controllers.interpreter import Operation
+from controllers.join import join_cluster
 from reconcile import GVK, Condition, ManagerOptions, get_condition
 from testenv import Environment, eventually
 from testenv.certs import CertificateAuthority
@@ -83,6 +87,7 @@ FAST: Final = ClusterStatusOptions(
 )
 STATEFULSET: Final = GVK("apps", "v1", "StatefulSet")
 CONFIG_MAP: Final = GVK("", "v1", "ConfigMap")
+SECRET: Final = GVK("", "v1", "Secret")
 CLUSTER_ROLE_BINDING: Final = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
 CLUSTER_ADMIN: Final = {
     "apiGroup": "rbac.authorization.k8s.io",
@@ -261,6 +266,27 @@ async def _thief(stack: Stack) -> None:
         finally:
             await delete_and_wait(stack.host, CLUSTER_GVK, name, timeout=60)
         assert heard == [], "the token went to the tenant's endpoint"
+
+
+async def _short_token(stack: Stack) -> None:
+    """Item 7: a token of the member's minimum lifetime is flagged before it lapses."""
+    name = f"short-{stack.namespace[-6:]}"
+    member1 = str(stack.env.members["member1"].kubeconfig)
+    await join_cluster(name, host=stack.host, member_kubeconfig=member1, token_seconds=600)
+    try:
+
+        async def expiring() -> dict[str, Any] | None:
+            cluster = await stack.host.get(CLUSTER_GVK, name)
+            condition = get_condition(cluster, TOKEN_EXPIRING_CONDITION)
+            return dict(condition) if condition and condition["status"] == "True" else None
+
+        condition = await eventually(expiring, timeout=90, interval=0.3)
+        assert condition["reason"] == "TokenExpiresSoon", condition
+        assert "reconcile join NAME --refresh" in condition["message"], condition
+        assert await warning_event(stack, name, "TokenExpiresSoon", namespace="default")
+    finally:
+        await delete_and_wait(stack.host, CLUSTER_GVK, name, timeout=60)
+        await delete_and_wait(stack.host, SECRET, name, "karmada-cluster")
 
 
 def _customization() -> dict[str, Any]:
@@ -445,6 +471,7 @@ TRIGGERS: Final[tuple[Trigger, ...]] = (
     _alias_bomb,
     _squatter,
     _thief,
+    _short_token,
     _lua_hog,
     _backtracking_jsonpath,
     _webhook_copy_bomb,

@@ -9,7 +9,7 @@ ClusterRole), and no Secret data is ever held for it (the member registry reads 
 It is a second view of the host beside the manager's cache, as controller-runtime answers "one
 kind, two scopes" (a second cache added to the manager): the manager's cache leaves the Secret kind
 unscoped, so the detector watches Secrets of every namespace as resource templates when RBAC lets
-it (deploy/controller-manager/optional/propagate-secrets.yaml) and opens no Secret informer when
+it (deploy/overlays/propagate-secrets) and opens no Secret informer when
 it does not. A Secret event enqueues every Cluster whose
 ``secretRef`` or ``impersonatorSecretRef`` names it, found through an index of the host's Cluster
 informer. Like ``reconcile.Kind``, ``start`` never blocks and initial-list events get low priority.

@@ -7,7 +7,7 @@ propagate as usual:
   verb on it (as the detector's access reviews found, ``controllers.permittedkinds``, or as the
   apiserver answered). Karmada's distributor reads dependencies through informers, so it needs
   list and watch on their kinds; the least-privilege role of deploy/ does not grant Secrets
-  (deploy/controller-manager/optional/propagate-secrets.yaml does). An attached binding made
+  (deploy/overlays/propagate-secrets does). An attached binding made
   earlier for it is kept as it is: a permission taken away does not delete member copies;
 - one in a reserved namespace (``DEPENDENCY_RESERVED_REASON``): karmada-system, the cluster
   namespace (karmada-cluster, or the one ``--cluster-namespace`` names: the member credentials),

@@ -4,7 +4,7 @@ The controller-manager runs as deploy/'s ServiceAccount (as in tests/e2e/test_rb
 with ``propagateDeps`` names a ConfigMap and a Secret: the ConfigMap follows it to its member, the
 Secret is never requested (the test fails on any 403 the controllers log) and a Warning Event
 on the binding names the kind and the permission missing. Once the opt-in role
-deploy/controller-manager/optional/propagate-secrets.yaml is aggregated, the detector's next
+deploy/overlays/propagate-secrets/propagate-secrets.yaml is aggregated, the detector's next
 discovery round permits Secrets and the Secret follows too. The role is taken away again at the
 end, so later tests run under deploy/'s role as shipped.
 """
@@ -37,6 +37,7 @@ pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluste
 CONFIGMAP = GVK("", "v1", "ConfigMap")
 BINDING = GVK("work.karmada.io", "v1alpha2", "ResourceBinding")
 SECRETS_ROLE = "reconcile:controller-manager:propagate-secrets"
+PROPAGATE_SECRETS = DEPLOY.parent / "overlays" / "propagate-secrets" / "propagate-secrets.yaml"
 DISCOVERY_ROUND = 30.0
 """The detector's discovery period (Karmada's 30 s): a granted kind is seen within one round."""
 
@@ -130,9 +131,7 @@ async def _forbidden_event(admin: Client, namespace: str) -> dict[str, Any] | No
 
 
 async def _secret_follows_once_permitted(env: Environment, stack: Stack) -> None:
-    await env.host.kubectl(
-        "apply", "--server-side", f"--filename={DEPLOY / 'optional' / 'propagate-secrets.yaml'}"
-    )
+    await env.host.kubectl("apply", "--server-side", f"--filename={PROPAGATE_SECRETS}")
     async with await client_of(env.host) as admin:
         await _aggregate_cluster_roles(admin)
     # One discovery round to see the grant, another of slack for the loaded machine.

@@ -1,7 +1,7 @@
 """End to end: a Secret selected by a PropagationPolicy is propagated like any other template.
 
 Karmada propagates Secrets as ordinary resource templates. The controller-manager runs here as the
-host's admin (the opt-in deploy/controller-manager/optional/propagate-secrets.yaml grants the
+host's admin (the opt-in deploy/overlays/propagate-secrets grants the
 same on Secrets), so the detector may watch Secrets in every namespace: a Secret and a ConfigMap
 of the test's namespace, selected by one policy, reach both members with their data intact.
 The cluster credentials' own watch (a metadata-only informer of the cluster namespace) must

@@ -105,7 +105,8 @@ def test_secrets_are_granted_only_in_the_cluster_namespace() -> None:
 
 
 def test_the_opt_in_secrets_role_aggregates_into_the_templates_role() -> None:
-    with_secrets = granted(_applied() + _manifests("optional/propagate-secrets.yaml"))
+    opt_in = "../overlays/propagate-secrets/propagate-secrets.yaml"
+    with_secrets = granted(_applied() + _manifests(opt_in))
     added = with_secrets - granted(_applied())
     assert added == {Grant("", "", "secrets", verb) for verb in TEMPLATE_VERBS}
 

@@ -33,6 +33,7 @@ __all__ = [
     "SECRET_NOT_BOUND",
     "ClusterOwner",
     "binding_problem",
+    "bound_elsewhere",
     "cluster_owner",
     "owner_reference",
 ]
@@ -83,6 +84,24 @@ def cluster_owner(secret: Mapping[str, Any]) -> ClusterOwner | None:
     return None
 
 
+def bound_elsewhere(secret: Mapping[str, Any], cluster: Mapping[str, Any]) -> ClusterOwner | None:
+    """The other Cluster a Secret is bound to (one of another name); None when it is bound to
+    ``cluster``, to none, or to an earlier Cluster of ``cluster``'s name.
+
+    What the admission webhook refuses a Cluster for (``controllers.webhook.cluster``). A Secret
+    bound to nobody is admitted: the Cluster comes first and ``reconcile join`` binds the Secret
+    to it after. So is one bound to another uid of the same name: a name is held by one Cluster
+    at a time, so that Cluster is gone, and join binds its Secret to the new one; until then
+    ``binding_problem`` keeps the controller-manager from using it.
+    """
+    owner = cluster_owner(secret)
+    metadata = cluster.get("metadata")
+    name = str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+    if owner is None or owner.name == name:
+        return None
+    return owner
+
+
 def binding_problem(
     secret: Mapping[str, Any], cluster: Mapping[str, Any], where: str
 ) -> str | None:
@@ -90,7 +109,8 @@ def binding_problem(
 
     A Cluster without a uid (not yet created) matches on its name alone.
     """
-    metadata = cluster.get("metadata") or {}
+    metadata = cluster.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
     name, uid = str(metadata.get("name") or ""), str(metadata.get("uid") or "")
     owner = cluster_owner(secret)
     if owner is None:

@@ -15,6 +15,7 @@ manager's webhook server (controller-runtime's defaults: port 9443, the certific
 
 from typing import Final
 
+from controllers.api import KARMADA_CLUSTER_NAMESPACE
 from controllers.context import Context
 from controllers.rbac import Permissions, Rule
 from controllers.webhook.command import (
@@ -46,6 +47,14 @@ PERMISSIONS: Final = Permissions(
             ("resourceinterpretercustomizations",),
             ("list", "watch"),
             "customization conflicts: the other customizations (cache)",
+        ),
+        Rule(
+            ("",),
+            ("secrets",),
+            ("get",),
+            "Cluster secretRef: is the Secret bound to another Cluster (a live read); "
+            "cluster namespace only",
+            namespace=KARMADA_CLUSTER_NAMESPACE,
         ),
     )
 )

@@ -11,28 +11,62 @@ rule's reason (``InvalidEndpoint``, ...) as the Cluster's Ready condition would.
 reached by their agent, so their endpoint is not checked. Whether the Secret exists and holds a
 usable token is the registry's to find out: a Cluster is often created before its Secret. An
 update is refused only for a problem the Cluster did not have before (``fields.new_problems``).
+
+One rule reads the host (#26 item 6): a ``secretRef`` or ``impersonatorSecretRef`` naming a
+Secret of the cluster namespace that is bound to another Cluster (its controller ownerReference
+names a Cluster of another name: ``controllers.cluster.binding.bound_elsewhere``) is refused with
+``SecretNotBound``, naming the Secret and the Cluster it belongs to; otherwise whoever may write
+Clusters could point one at their own host and at another member's Secret. A Secret bound to no
+Cluster yet is admitted (``reconcile join`` writes the Cluster first, then binds its Secret).
+Each Secret is read live (``ReadSecret``), at most ``SECRET_LOOKUP_TIMEOUT`` seconds.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from controllers.api import cluster_spec
-from controllers.cluster.registry import MemberConfigError, MemberOptions, member_spec
-from controllers.webhook.fields import invalid, new_problems, refuse_if_any
+import aiohttp
+import anyio
+import structlog
 
-__all__ = ["CLUSTER_NAME_MAX_LENGTH", "ClusterValidator", "cluster_problems"]
+from controllers.api import cluster_spec
+from controllers.cluster.binding import SECRET_NOT_BOUND, binding_problem, bound_elsewhere
+from controllers.cluster.registry import (
+    MemberConfigError,
+    MemberOptions,
+    member_spec,
+    secret_reference,
+)
+from controllers.webhook.fields import invalid, new_problems, refuse_if_any
+from reconcile import ApiError, NotFound
+
+__all__ = [
+    "CLUSTER_NAME_MAX_LENGTH",
+    "SECRET_LOOKUP_TIMEOUT",
+    "ClusterValidator",
+    "ReadSecret",
+    "cluster_problems",
+    "secret_binding_problems",
+]
 
 CLUSTER_NAME_MAX_LENGTH: Final = 48
 """Karmada's limit: 63 for a namespace name less the 15 of ``karmada-es-``'s prefix room."""
 
+SECRET_LOOKUP_TIMEOUT: Final = 2.0
+"""Seconds one Secret read may take at admission; the apiserver gives the whole call 10."""
+
+_SECRET_FIELDS: Final = ("secretRef", "impersonatorSecretRef")
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _PROXY_SCHEMES: Final = ("http", "https", "socks5")
 
 Obj = dict[str, Any]
+ReadSecret = Callable[[str, str], Awaitable[Obj]]
+"""Reads Secret (namespace, name) of the host live; raises NotFound when there is none."""
+
+log = structlog.get_logger("controllers.webhook.cluster")
 
 
 def _name_problems(name: object) -> list[str]:
@@ -81,25 +115,121 @@ def cluster_problems(cluster: Mapping[str, Any], options: MemberOptions) -> list
     return problems
 
 
+def _named_secrets(cluster: Mapping[str, Any], namespace: str) -> list[tuple[str, str]]:
+    """(field, Secret name) of each reference to a Secret of ``namespace``; references elsewhere
+    are ``member_spec``'s to refuse, and the webhook may read Secrets of ``namespace`` only."""
+    spec = cluster_spec(cluster)
+    named = []
+    for field in _SECRET_FIELDS:
+        try:
+            name = secret_reference(spec, field, namespace)
+        except MemberConfigError:
+            continue
+        if name is not None:
+            named.append((field, name))
+    return named
+
+
+def secret_binding_problems(
+    cluster: Mapping[str, Any], secrets: Mapping[str, Mapping[str, Any]], namespace: str
+) -> list[str]:
+    """Why the webhook refuses a Cluster for the Secrets it names (empty: it admits it).
+
+    ``secrets`` holds the Secrets of ``namespace`` read, by name; one not there (not found, not
+    readable in time) is not refused on.
+    """
+    problems = []
+    for field, name in _named_secrets(cluster, namespace):
+        secret = secrets.get(name)
+        if secret is None or bound_elsewhere(secret, cluster) is None:
+            continue
+        problem = binding_problem(secret, cluster, f"Secret {namespace}/{name} (spec.{field})")
+        if problem is not None:
+            problems.append(f"{SECRET_NOT_BOUND}: {problem}")
+    return problems
+
+
 class ClusterValidator:
     """The CustomValidator of Cluster; raises ``Refused``.
 
     ``options`` must be the controller-manager's (``--cluster-namespace``,
     ``--allow-insecure-member-endpoints``), so that what is admitted is what it can use.
+    ``read_secret`` reads a Secret of the cluster namespace (live, not cached: the webhook does
+    not watch Secrets); without one, the Secrets Clusters name are not looked at.
     """
 
-    def __init__(self, options: MemberOptions | None = None) -> None:
+    def __init__(
+        self,
+        options: MemberOptions | None = None,
+        *,
+        read_secret: ReadSecret | None = None,
+        secret_lookup_timeout: float = SECRET_LOOKUP_TIMEOUT,
+    ) -> None:
         self.options = options or MemberOptions()
+        self.read_secret = read_secret
+        self.secret_lookup_timeout = secret_lookup_timeout
+
+    async def _secret(self, read: ReadSecret, name: str) -> Obj | None:
+        """Secret ``name`` of the cluster namespace; None when it is not found, or not read.
+
+        A Secret not read in ``secret_lookup_timeout`` or not readable (RBAC, the apiserver
+        unreachable) is not refused on: admission only says early what the controller-manager
+        enforces anyway, since it uses a Secret only for the Cluster it is bound to
+        (``controllers.cluster.binding``: Ready=False, SecretNotBound). Refusing instead would
+        make every Cluster write wait on, and fail with, Secret reads.
+        """
+        namespace = self.options.cluster_namespace
+        with anyio.move_on_after(self.secret_lookup_timeout):
+            try:
+                return await read(namespace, name)
+            except NotFound:
+                return None
+            except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as error:
+                log.warning(
+                    "cluster Secret not readable: its binding is not checked at admission",
+                    secret=f"{namespace}/{name}",
+                    error=str(error)[:200],
+                )
+                return None
+        log.warning(
+            "cluster Secret not read in time: its binding is not checked at admission",
+            secret=f"{namespace}/{name}",
+            timeout=self.secret_lookup_timeout,
+        )
+        return None
+
+    async def _problems(
+        self, cluster: Obj, before: Obj | None = None
+    ) -> tuple[list[str], list[str]]:
+        """The problems of ``cluster`` and of ``before`` (empty when None), the Secrets
+        ``cluster`` names read once for both."""
+        problems = cluster_problems(cluster, self.options)
+        earlier = cluster_problems(before, self.options) if before is not None else []
+        read = self.read_secret
+        if read is None:
+            return problems, earlier
+        namespace = self.options.cluster_namespace
+        secrets = {}
+        for name in dict.fromkeys(name for _, name in _named_secrets(cluster, namespace)):
+            secret = await self._secret(read, name)
+            if secret is not None:
+                secrets[name] = secret
+        problems += secret_binding_problems(cluster, secrets, namespace)
+        if before is not None:
+            earlier += secret_binding_problems(before, secrets, namespace)
+        return problems, earlier
 
     async def validate_create(self, obj: Obj) -> list[str]:
-        """Admit a Cluster whose name, proxy and connection the rules accept."""
-        refuse_if_any(cluster_problems(obj, self.options))
+        """Admit a Cluster whose name, proxy and connection the rules accept, naming no Secret
+        bound to another Cluster."""
+        problems, _ = await self._problems(obj)
+        refuse_if_any(problems)
         return []
 
     async def validate_update(self, old: Obj, new: Obj) -> list[str]:
         """Admit a change that brings no new problem (ratcheting: see ``new_problems``)."""
-        before = cluster_problems(old, self.options)
-        refuse_if_any(new_problems(before, cluster_problems(new, self.options)))
+        after, before = await self._problems(new, old)
+        refuse_if_any(new_problems(before, after))
         return []
 
     async def validate_delete(self, obj: Obj) -> list[str]:

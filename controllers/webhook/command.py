@@ -4,8 +4,9 @@ Like karmada-webhook it serves HTTPS on ``--bind-address``:``--secure-port`` (0.
 the certificate ``--tls-cert-file-name``/``--tls-private-key-file-name`` (tls.crt/tls.key) from
 ``--cert-dir`` (/tmp/k8s-webhook-server/serving-certs, where deploy/webhook mounts its Secret),
 re-read when the files change; it reads the host through ``--kubeconfig`` (in-cluster by default)
-for what validation needs to look up (the other interpreter customizations). It needs no leader
-election: every replica answers. ``run_webhook`` is what the command runs.
+for what validation needs to look up (the other interpreter customizations, the Secrets Clusters
+name in the cluster namespace). It needs no leader election: every replica answers.
+``run_webhook`` is what the command runs.
 """
 
 from __future__ import annotations

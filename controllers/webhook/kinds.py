@@ -36,12 +36,13 @@ from controllers.webhook.config import (
 from controllers.webhook.override import OverridePolicyDefaulter, OverridePolicyValidator
 from controllers.webhook.propagation import PropagationPolicyDefaulter, PropagationPolicyValidator
 from controllers.webhook.work import PermanentIdDefaulter
-from reconcile import Manager, Resource
+from reconcile import GVK, Manager, Resource
 from reconcile.webhook import CustomDefaulter, CustomValidator, webhook_managed_by
 
 __all__ = ["ADMITTED", "AdmittedKind", "register_webhooks"]
 
 _WRITES: Final = ("CREATE", "UPDATE")
+_SECRET: Final = GVK("", "v1", "Secret")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,10 @@ def _hooks(
         listing = await manager.client.list(RESOURCE_INTERPRETER_CUSTOMIZATION_GVK)
         return list(listing.get("items") or [])
 
+    async def secret(namespace: str, name: str) -> dict[str, Any]:
+        # Live (get, no cache): the webhook neither watches nor lists Secrets.
+        return await manager.api_reader.get(_SECRET, name, namespace=namespace)
+
     propagation = (PropagationPolicyDefaulter(), PropagationPolicyValidator())
     permanent_id = (PermanentIdDefaulter(), None)
     return {
@@ -89,7 +94,7 @@ def _hooks(
         "ResourceBinding": permanent_id,
         "ClusterResourceBinding": permanent_id,
         "Work": permanent_id,
-        "Cluster": (None, ClusterValidator(members)),
+        "Cluster": (None, ClusterValidator(members, read_secret=secret)),
         "ResourceInterpreterCustomization": (
             None,
             CustomizationValidator(customizations, pool=pool),

@@ -2,12 +2,15 @@
 testenv, served by the controller-manager's ``webhook`` controller and by ``reconcile webhook``.
 
 A PropagationPolicy with an invalid label selector is refused at create with the reason; a valid
-one comes back with its permanent id, the finalizer and ``schedulerName`` defaulted.
+one comes back with its permanent id, the finalizer and ``schedulerName`` defaulted. A Cluster
+naming another Cluster's Secret is refused, at create and at update (#26 item 6).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import secrets
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,9 +21,15 @@ import aiohttp
 import anyio
 import pytest
 
-from controllers.api import OVERRIDE_POLICY_GVK, PROPAGATION_POLICY_GVK
+from controllers.api import (
+    CLUSTER_GVK,
+    KARMADA_CLUSTER_NAMESPACE,
+    OVERRIDE_POLICY_GVK,
+    PROPAGATION_POLICY_GVK,
+)
+from controllers.cluster.binding import owner_reference
 from controllers.controllermanager import build
-from reconcile import ApiError, Client
+from reconcile import GVK, AlreadyExists, ApiError, Client, NotFound
 from reconcile.webhook import WebhookServer
 from testenv import ControlPlane, WebhookInstaller, WebhookInstallOptions, WebhookServing
 from testenv.ports import free_port
@@ -213,3 +222,65 @@ async def test_an_override_policy_that_rewrites_identity_is_refused(
         assert "must not reach the object's apiVersion, kind, namespace or name" in message
         assert "plaintext[2]" not in message
         await karmada_client.create(policy(plaintext[2:]))
+
+
+def _cluster(name: str, secret: str) -> dict[str, object]:
+    reference = {"namespace": KARMADA_CLUSTER_NAMESPACE, "name": secret}
+    spec = {
+        "apiEndpoint": f"https://{name}.example:6443",
+        "syncMode": "Push",
+        "secretRef": reference,
+    }
+    return {"apiVersion": CLUSTER_GVK.api_version, "kind": "Cluster",
+            "metadata": {"name": name}, "spec": spec}  # fmt: skip
+
+
+async def test_a_cluster_naming_another_clusters_secret_is_refused(
+    host: ControlPlane, webhooks: WebhookInstaller, karmada_client: Client
+) -> None:
+    suffix = secrets.token_hex(3)
+    victim, thief, rejoined = f"victim-{suffix}", f"thief-{suffix}", f"rejoined-{suffix}"
+    serving = await _install(webhooks)
+    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
+    manager = await manager_of(host, webhook_server=server)
+    build(manager, controllers=["webhook"])
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": KARMADA_CLUSTER_NAMESPACE}}  # fmt: skip
+    with contextlib.suppress(AlreadyExists):
+        await karmada_client.create(namespace)
+    secret_gvk = GVK("", "v1", "Secret")
+    try:
+        async with running(manager):
+            # As join does it: the Cluster first (its Secret not there yet), then the Secret
+            # bound to it.
+            created = await karmada_client.create(_cluster(victim, victim))
+            owner = owner_reference(victim, created["metadata"]["uid"])
+            await karmada_client.create(_bound_secret(victim, owner))
+
+            with pytest.raises(ApiError, match="denied the request") as refused:
+                await karmada_client.create(_cluster(thief, victim))
+            assert (
+                f"SecretNotBound: Secret karmada-cluster/{victim} (spec.secretRef) is bound to "
+                f"Cluster '{victim}', not to Cluster {thief}"
+            ) in str(refused.value)
+            own = await karmada_client.create(_cluster(thief, thief))
+            own["spec"]["secretRef"]["name"] = victim
+            with pytest.raises(ApiError, match=f"is bound to Cluster '{victim}'"):
+                await karmada_client.update(own)
+
+            # A Secret left bound to an earlier Cluster of the name: admitted, for join to bind
+            # it again (the controller-manager does not use it until then).
+            stale = owner_reference(rejoined, "uid-of-an-earlier-cluster")
+            await karmada_client.create(_bound_secret(rejoined, stale))
+            await karmada_client.create(_cluster(rejoined, rejoined))
+    finally:
+        for name in (victim, thief, rejoined):
+            with contextlib.suppress(NotFound):
+                await karmada_client.delete(CLUSTER_GVK, name)
+            with contextlib.suppress(NotFound):
+                await karmada_client.delete(secret_gvk, name, namespace=KARMADA_CLUSTER_NAMESPACE)
+
+
+def _bound_secret(name: str, owner: dict[str, object]) -> dict[str, object]:
+    metadata = {"name": name, "namespace": KARMADA_CLUSTER_NAMESPACE, "ownerReferences": [owner]}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "data": {"token": "dA=="}}

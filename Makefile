@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 
 # Finds kube-apiserver/etcd/kubectl like envtest does, else builds them once from the Go module proxy.
 binaries: $(STAMP)
-	@$(BIN)/reconcile testenv install --quiet
+	@$(BIN)/reconcile testenv install --quiet --helm
 
 # The controller-manager's OCI image, built offline from Debian's packages (mmdebstrap, umoci:
 # installed here when missing) and cached by content; prints its name, archive and size.

@@ -30,7 +30,9 @@ __all__ = [
     "BinaryNotFound",
     "BuildError",
     "find_binaries",
+    "find_helm",
     "install_binaries",
+    "install_helm",
     "kubernetes_version",
     "store_dir",
 ]
@@ -170,6 +172,41 @@ def install_binaries(*, progress: Progress | None = None, force: bool = False) -
     return find_binaries()
 
 
+def find_helm() -> Path:
+    """Locate helm as the control-plane binaries are located (``TEST_ASSET_HELM``,
+    ``KUBEBUILDER_ASSETS``, the setup-envtest store).
+
+    Raises:
+        BinaryNotFound: where it looked and how to provide it.
+    """
+    found = _lookup("helm")
+    if found is None or not found.is_file():
+        raise BinaryNotFound(
+            f"helm not found; {_where_looked(['helm'])}\nProvide it with `reconcile testenv "
+            "install --helm` (builds helm.sh/helm/v4 from the Go module proxy; needs Go)."
+        )
+    return found
+
+
+def install_helm(*, progress: Progress | None = None) -> Path:
+    """Return helm, building the version testbin/helm/go.mod pins into the setup-envtest store
+    first when it is missing (the charts' tests run it; it is kept beside kubectl).
+
+    Raises:
+        BuildError: ``go`` is missing or the build failed.
+    """
+    try:
+        return find_helm()
+    except BinaryNotFound:
+        pass
+    target = store_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    with _locked(target / ".build.lock"):
+        if _lookup("helm") is None:
+            _build("helm", target, progress or (lambda _message: None))
+    return find_helm()
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     with path.open("w") as handle:
@@ -197,6 +234,8 @@ def _build_plan(name: str) -> tuple[Path, str, list[str]]:
     """The wrapper module, the main package and the extra go build flags for one binary."""
     if name == "etcd":
         return TESTBIN / "etcd", "go.etcd.io/etcd/server/v3", []
+    if name == "helm":
+        return TESTBIN / "helm", "helm.sh/helm/v4/cmd/helm", ["-ldflags", "-s -w"]
     version = kubernetes_version()
     flags = ["-tags", "selinux,notest", "-ldflags", _ldflags(version)]
     return TESTBIN / "kube-apiserver", f"k8s.io/kubernetes/cmd/{name}", flags

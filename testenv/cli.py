@@ -10,7 +10,13 @@ from pathlib import Path
 
 import anyio
 
-from testenv.binaries import BinaryNotFound, BuildError, install_binaries, store_dir
+from testenv.binaries import (
+    BinaryNotFound,
+    BuildError,
+    install_binaries,
+    install_helm,
+    store_dir,
+)
 from testenv.environment import Environment
 from testenv.gomod import update_wrappers
 from testenv.process import StartError
@@ -31,6 +37,9 @@ def add_testenv_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     install.add_argument("--force", action="store_true", help="rebuild even when found")
     install.add_argument("--kubernetes-version", help="regenerate the wrappers for this release")
     install.add_argument("--etcd-version", help="etcd release to pair with --kubernetes-version")
+    install.add_argument(
+        "--helm", action="store_true", help="also find or build helm (pinned in testbin/helm)"
+    )
     install.set_defaults(func=_install)
 
     up = commands.add_parser("up", help="start a host and member clusters until Ctrl-C/SIGTERM")
@@ -56,6 +65,7 @@ def _install(args: argparse.Namespace) -> int:
 
     try:
         binaries = install_binaries(progress=progress, force=args.force)
+        helm = install_helm(progress=progress) if args.helm else None
     except BuildError as error:
         print(f"testenv install failed: {error}", file=sys.stderr)
         return 1
@@ -63,6 +73,8 @@ def _install(args: argparse.Namespace) -> int:
         print(f"kube-apiserver: {binaries.kube_apiserver}")
         print(f"etcd:           {binaries.etcd}")
         print(f"kubectl:        {binaries.kubectl}")
+        if helm is not None:
+            print(f"helm:           {helm}")
         print(f"store:          {store_dir()}")
     return 0
 

@@ -1,4 +1,5 @@
-"""End to end under least privilege: the controller-manager as deploy/'s ServiceAccount.
+"""End to end under least privilege: the controller-manager as deploy/'s ServiceAccount, and as
+the Helm chart's (charts/reconcile rendered by helm: the same grants must suffice).
 
 deploy/controller-manager's namespaces, ServiceAccount and RBAC are applied unchanged to the testenv
 host with kubectl; the controller-manager gets a token for the ServiceAccount from the TokenRequest
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import structlog
 
@@ -30,6 +32,7 @@ from controllers.rbac import LEASE_NAME, SERVICE_ACCOUNT, aggregated_rules, gran
 from controllers.sharding import ShardingOptions
 from reconcile import GVK, Client, ClusterConfig, ManagerOptions, NotFound
 from testenv import Environment, eventually
+from testenv.binaries import find_helm
 from tests.e2e.stack import (
     DEPLOYMENT,
     OVERRIDE,
@@ -43,6 +46,7 @@ from tests.e2e.stack import (
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
 DEPLOY = Path(__file__).parents[2] / "deploy" / "controller-manager"
+CHART = Path(__file__).parents[2] / "charts" / "reconcile"
 APPLIED = ("cluster-namespace.yaml", "namespace.yaml", "serviceaccount.yaml", "rbac.yaml")
 """deploy/'s files that concern the identity, in an order that creates namespaces first."""
 CLUSTER_ROLE = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
@@ -54,15 +58,19 @@ TOKEN_SECONDS = 3600
 USER = f"system:serviceaccount:{SERVICE_ACCOUNT[0]}:{SERVICE_ACCOUNT[1]}"
 
 
-@pytest.mark.parametrize("sharded", [False, True], ids=["one-replica", "sharded"])
+@pytest.mark.parametrize(
+    ("source", "sharded"),
+    [("deploy", False), ("deploy", True), ("chart", False)],
+    ids=["one-replica", "sharded", "chart"],
+)
 async def test_propagation_under_deploys_rbac(
-    joined: Environment, namespace: str, sharded: bool
+    joined: Environment, namespace: str, source: str, sharded: bool
 ) -> None:
     # deploy/ runs the controller-manager sharded (--shards=auto): its shard Lease, the
     # sharder's Lease cache and label patches are requests too. (It labels every template of
     # the shared host; the labels are never sent to members, and its Lease is released.)
     sharding = ShardingOptions(name="rbac-0", namespace=SERVICE_ACCOUNT[0]) if sharded else None
-    await _apply_deploy(joined)
+    await (_apply_chart(joined) if source == "chart" else _apply_deploy(joined))
     async with await client_of(joined.host) as admin:
         await _aggregate_cluster_roles(admin)
         config = await _service_account_config(joined, admin)
@@ -88,6 +96,21 @@ async def test_propagation_under_deploys_rbac(
 async def _apply_deploy(env: Environment) -> None:
     arguments = [f"--filename={DEPLOY / name}" for name in APPLIED]
     await env.host.kubectl("apply", "--server-side", "--force-conflicts", *arguments)
+
+
+async def _apply_chart(env: Environment) -> None:
+    """The chart's identity (release ``reconcile``: the same names as deploy/'s, so its objects
+    replace those), rendered by helm and applied with kubectl."""
+    templates = ("serviceaccount.yaml", "cluster-namespace.yaml", "rbac.yaml")
+    shown = [f"--show-only=templates/{name}" for name in templates]
+    rendered = await anyio.run_process(
+        [str(find_helm()), "template", "reconcile", str(CHART), f"--namespace={SERVICE_ACCOUNT[0]}",
+         *shown]
+    )  # fmt: skip
+    await env.host.kubectl("create", "namespace", SERVICE_ACCOUNT[0], check=False)
+    await env.host.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", input=rendered.stdout
+    )
 
 
 async def _aggregate_cluster_roles(admin: Client) -> None:

@@ -2,9 +2,11 @@
 
 ``helm lint`` passes; ``helm template`` renders the default and the sharded values as the golden
 files in tests/data/chart say (``UPDATE_GOLDEN=1`` rewrites them); the rendered RBAC is exactly
-what the controllers declare (as for deploy/); values the schema or the templates refuse fail at
-render time with the reason; and on the testenv host ``helm install`` creates every object,
-``helm upgrade`` applies changed values, ``helm uninstall`` removes all but the CRDs.
+what the controllers declare (as for deploy/) and what deploy/'s kustomize base grants; values
+the schema or the templates refuse fail at render time with the reason; and on the testenv host
+``helm install`` creates every object, ``helm upgrade`` applies changed values, ``helm
+uninstall`` removes all but the CRDs. tests/e2e/test_rbac.py runs the controllers under the
+chart's RBAC too.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import yaml
 from controllers.api import crd_paths
 from controllers.detector import TEMPLATE_VERBS
 from controllers.rbac import Grant, granted, problems, required
+from controllers.webhook import PERMISSIONS as WEBHOOK_PERMISSIONS
 from reconcile import GVK, Client, NotFound
-from testenv import ControlPlane
+from testenv import ControlPlane, find_binaries
 from testenv.binaries import find_helm
 from tests.builders import admin_client
 
@@ -74,6 +77,17 @@ def test_the_rendered_rbac_is_exactly_what_the_controllers_declare(values: tuple
     assert problems(given) == []
 
 
+def test_the_chart_and_the_kustomize_base_grant_the_same() -> None:
+    base = subprocess.run(
+        [str(find_binaries().kubectl), "kustomize", str(ROOT / "deploy" / "base")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    kustomized = [d for d in yaml.safe_load_all(base.stdout) if d]
+    assert granted(kustomized, ACCOUNT) == granted(_render(), ACCOUNT)
+
+
 def test_opt_ins_add_only_their_template_kinds() -> None:
     base = granted(_render(), ACCOUNT)
     secrets_ = granted(_render("--set", "propagateSecrets=true"), ACCOUNT) - base
@@ -84,6 +98,51 @@ def test_opt_ins_add_only_their_template_kinds() -> None:
     assert extra == widgets | {Grant("", "example.com", "widgets/status", "update")}
 
 
+WEBHOOK = ("--set", "webhook.enabled=true", "--set", "webhook.caBundle=QUJD")
+
+
+def _hooks(documents: list[Obj]) -> dict[str, list[tuple[str, Any, str, str]]]:
+    """Each webhook configuration's hooks: name, rules, path, failure policy."""
+    return {
+        d["kind"]: [
+            (h["name"], h["rules"], h["clientConfig"]["service"]["path"], h["failurePolicy"])
+            for h in d["webhooks"]
+        ]
+        for d in documents
+        if d["kind"].endswith("WebhookConfiguration")
+    }
+
+
+def test_the_webhook_serves_deploys_hooks_with_its_declared_rbac() -> None:
+    rendered = _render(*WEBHOOK)
+    shipped = [
+        d
+        for d in yaml.safe_load_all(
+            (ROOT / "deploy" / "webhook" / "webhook-configuration.yaml").read_text()
+        )
+        if d
+    ]
+    assert _hooks(rendered) == _hooks(shipped)
+    for configuration in (d for d in rendered if d["kind"].endswith("WebhookConfiguration")):
+        for hook in configuration["webhooks"]:
+            assert hook["clientConfig"]["caBundle"] == "QUJD"
+            assert hook["clientConfig"]["service"]["name"] == "reconcile-webhook"
+    wanted = {grant for rule in WEBHOOK_PERMISSIONS.rules for grant in rule.grants()}
+    assert granted(rendered, ("karmada-system", "reconcile-webhook")) == wanted
+    assert granted(rendered, ACCOUNT) == granted(_render(), ACCOUNT)
+
+
+def test_cert_manager_issues_the_webhook_certificate_and_injects_its_ca() -> None:
+    rendered = _render("--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true")
+    kinds = {d["kind"]: d for d in rendered}
+    assert kinds["Certificate"]["spec"]["secretName"] == "reconcile-webhook-cert"
+    assert kinds["Certificate"]["spec"]["dnsNames"][0] == "reconcile-webhook.karmada-system.svc"
+    assert kinds["Issuer"]["spec"] == {"selfSigned": {}}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        annotations = kinds[kind]["metadata"]["annotations"]
+        assert annotations["cert-manager.io/inject-ca-from"] == "karmada-system/reconcile-webhook"
+
+
 @pytest.mark.parametrize(
     ("values", "words"),
     [
@@ -92,6 +151,7 @@ def test_opt_ins_add_only_their_template_kinds() -> None:
         (("--set", "replicas=1", "--set", "shards=some"), "shards"),
         (("--set", "logLevel=verbose"), "logLevel"),
         (("--set", "replicas=3", "--set", "leaderElection.enabled=false"), "leaderElection"),
+        (("--set", "webhook.enabled=true"), "webhook.enabled needs webhook.caBundle"),
     ],
 )
 def test_invalid_values_fail_at_render_time_saying_why(values: tuple[str, ...], words: str) -> None:

@@ -20,7 +20,26 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and (eq .Values.shards "auto") (not .Values.leaderElection.enabled) -}}
 {{- fail "shards: \"auto\" needs leaderElection.enabled: true (the sharder runs on the leader)" -}}
 {{- end -}}
+{{- if and .Values.webhook.enabled (not .Values.webhook.caBundle) (not .Values.webhook.certManager.enabled) -}}
+{{- fail "webhook.enabled needs webhook.caBundle (the CA of the serving certificate) or webhook.certManager.enabled" -}}
+{{- end -}}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) -}}
 {{- fail (printf "replicas: %d needs leaderElection.enabled: true (replicas without it would all write)" (int .Values.replicas)) -}}
 {{- end -}}
+{{- end -}}
+
+{{- define "reconcile.webhookSelector" -}}
+app.kubernetes.io/name: reconcile-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "reconcile.webhookLabels" -}}
+{{ include "reconcile.webhookSelector" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "reconcile.webhookCertSecret" -}}
+{{- .Values.webhook.certificate.secretName | default (printf "%s-webhook-cert" .Release.Name) -}}
 {{- end -}}

@@ -37,6 +37,10 @@ from tests.builders import (
 )
 
 MEMBERS = ("member1", "member2")
+FAST_HEALTH = ClusterStatusOptions(
+    update_frequency=1.0, failure_threshold=2.0, success_threshold=2.0
+)
+"""Cluster health checked every second, changed after 2 s: for tests that wait on Ready."""
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 POLICY = GVK("policy.karmada.io", "v1alpha1", "PropagationPolicy")
 OVERRIDE = GVK("policy.karmada.io", "v1alpha1", "OverridePolicy")

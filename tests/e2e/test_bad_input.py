@@ -23,12 +23,12 @@ from controllers.api import (
     WORK_GVK,
 )
 from controllers.binding import work_name
-from controllers.cluster import ClusterStatusOptions
 from controllers.cluster.binding import owner_reference
 from reconcile import GVK, Condition, NotFound, get_condition
 from testenv import Environment, consistently, eventually
 from tests.builders import get_or_none, scaled
 from tests.e2e.stack import (
+    FAST_HEALTH,
     OVERRIDE,
     Stack,
     cluster_ready,
@@ -42,7 +42,6 @@ from tests.e2e.stack import (
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
 SECRET = GVK("", "v1", "Secret")
-FAST = ClusterStatusOptions(update_frequency=1.0, failure_threshold=2.0, success_threshold=2.0)
 
 
 async def propagates(stack: Stack, name: str) -> None:
@@ -244,7 +243,7 @@ async def _applied(stack: Stack, cluster: str, template: str, status: str) -> Co
 async def test_a_cluster_without_its_secret_is_not_ready_and_says_why(
     joined: Environment, namespace: str
 ) -> None:
-    async with running(joined, namespace, health=FAST) as stack:
+    async with running(joined, namespace, health=FAST_HEALTH) as stack:
         ghost = f"ghost-{namespace[-6:]}"
         try:
             await _a_cluster_without_its_secret_is_not_ready_and_says_why(stack, ghost)
@@ -298,7 +297,10 @@ async def test_refused_member_configurations_say_why_and_leave_the_others_workin
 ) -> None:
     suffix = namespace[-6:]
     names = {kind: f"{kind}-{suffix}" for kind in ("plain", "foreign", "binary")}
-    async with running(joined, namespace, health=FAST) as stack, tcp_listener() as (port, heard):
+    async with (
+        running(joined, namespace, health=FAST_HEALTH) as stack,
+        tcp_listener() as (port, heard),
+    ):
         try:
             await _refused_member_configurations(stack, names, port)
             assert heard == [], "nothing may connect to the http endpoint"

@@ -53,7 +53,6 @@ from controllers.api import (
     WORK_GVK,
 )
 from controllers.binding import work_name
-from controllers.cluster import ClusterStatusOptions
 from controllers.cluster.binding import SECRET_NOT_BOUND
 from controllers.cluster.expiry import TOKEN_EXPIRING_CONDITION
 from controllers.interpreter import Operation
@@ -63,6 +62,7 @@ from testenv import Environment, eventually
 from testenv.certs import CertificateAuthority
 from tests.builders import configmap, delete_and_wait, deployment, get_or_none
 from tests.e2e.stack import (
+    FAST_HEALTH,
     OVERRIDE,
     POLICY,
     Stack,
@@ -82,9 +82,6 @@ TICK: Final = 0.05
 MAX_LAG: Final = 1.0
 LEASE: Final = GVK("coordination.k8s.io", "v1", "Lease")
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 4.0, 3.0, 0.5
-FAST: Final = ClusterStatusOptions(
-    update_frequency=1.0, failure_threshold=2.0, success_threshold=2.0
-)
 STATEFULSET: Final = GVK("apps", "v1", "StatefulSet")
 CONFIG_MAP: Final = GVK("", "v1", "ConfigMap")
 SECRET: Final = GVK("", "v1", "Secret")
@@ -121,7 +118,7 @@ async def test_hostile_tenant_input_at_once(joined: Environment, namespace: str)
     lags: list[float] = []
     renewals: list[tuple[str, datetime]] = []
     async with (
-        running(joined, namespace, health=FAST, options=options) as stack,
+        running(joined, namespace, health=FAST_HEALTH, options=options) as stack,
         anyio.create_task_group() as watchers,
     ):
         watchers.start_soon(_tick, lags)

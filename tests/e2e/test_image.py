@@ -20,19 +20,17 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import anyio
 import pytest
-from anyio.abc import Process
 
 from reconcile import NotFound
 from testenv import Environment, eventually
 from testenv.ports import free_port
+from tests.e2e.replicas import logged_process
 from tests.e2e.stack import DEPLOYMENT, MEMBERS, client_of, new_deployment, new_policy
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
@@ -119,19 +117,6 @@ def _rootfs(bundle: Path, config: Path, args: list[str]) -> list[str]:
             *process["args"], *args]  # fmt: skip
 
 
-@asynccontextmanager
-async def _started(command: list[str], log: Path) -> AsyncIterator[Process]:
-    with log.open("wb") as out:
-        process = await anyio.open_process(command, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield process
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.kill()
-            await process.aclose()
-
-
 async def _ok(url: str) -> bool:
     try:
         async with aiohttp.ClientSession() as http, http.get(url) as answer:
@@ -164,7 +149,7 @@ async def test_the_image_propagates_a_deployment_and_stops_on_sigterm(
     podman = _podman_error(image)
     command = _podman(image[0], config, args) if podman is None else _rootfs(bundle, config, args)
     log = tmp_path / "controller-manager.log"
-    async with _started(command, log) as process:
+    async with logged_process(command, log) as process:
         try:
             await _propagates(joined, namespace, probes)
             process.send_signal(signal.SIGTERM)

@@ -29,7 +29,7 @@ from controllers.api import (
 )
 from controllers.cluster.binding import owner_reference
 from controllers.controllermanager import build
-from reconcile import GVK, AlreadyExists, ApiError, Client, NotFound
+from reconcile import GVK, AlreadyExists, ApiError, Client, Manager, NotFound
 from reconcile.webhook import WebhookServer
 from testenv import ControlPlane, WebhookInstaller, WebhookInstallOptions, WebhookServing
 from testenv.ports import free_port
@@ -45,6 +45,15 @@ READY_WITHIN = 60.0
 
 async def _install(webhooks: WebhookInstaller) -> WebhookServing:
     return await webhooks.install(WebhookInstallOptions(paths=[CONFIGURATIONS]))
+
+
+async def _webhook_manager(host: ControlPlane, webhooks: WebhookInstaller) -> Manager:
+    """A manager running only the webhook controller, behind deploy/webhook's configurations."""
+    serving = await _install(webhooks)
+    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
+    manager = await manager_of(host, webhook_server=server)
+    build(manager, controllers=["webhook"])
+    return manager
 
 
 async def _refused_and_defaulted(client: Client, namespace: str) -> None:
@@ -86,10 +95,7 @@ async def test_the_controller_managers_webhook_controller_admits_policies(
     karmada_client: Client,
     namespace: str,
 ) -> None:
-    serving = await _install(webhooks)
-    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
-    manager = await manager_of(host, webhook_server=server)
-    build(manager, controllers=["webhook"])
+    manager = await _webhook_manager(host, webhooks)
     async with running(manager):
         await _refused_and_defaulted(karmada_client, namespace)
 
@@ -155,10 +161,7 @@ async def test_a_state_preservation_json_path_that_is_too_long_or_does_not_parse
     namespace: str,
 ) -> None:
     # #26 item 2: the controller runs the template on its event loop at each failover.
-    serving = await _install(webhooks)
-    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
-    manager = await manager_of(host, webhook_server=server)
-    build(manager, controllers=["webhook"])
+    manager = await _webhook_manager(host, webhooks)
 
     def failing_over(name: str, json_path: str) -> dict[str, object]:
         rule = {"aliasLabelName": "job-id", "jsonPath": json_path}
@@ -192,10 +195,7 @@ async def test_an_override_policy_that_rewrites_identity_is_refused(
 ) -> None:
     # #26 item 1: these two plaintext operations turned a tenant's ConfigMap into a
     # ClusterRoleBinding to cluster-admin on every member.
-    serving = await _install(webhooks)
-    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
-    manager = await manager_of(host, webhook_server=server)
-    build(manager, controllers=["webhook"])
+    manager = await _webhook_manager(host, webhooks)
     plaintext = [
         {"path": "/kind", "operator": "replace", "value": "ClusterRoleBinding"},
         {"path": "/metadata/namespace", "operator": "remove"},
@@ -240,10 +240,7 @@ async def test_a_cluster_naming_another_clusters_secret_is_refused(
 ) -> None:
     suffix = secrets.token_hex(3)
     victim, thief, rejoined = f"victim-{suffix}", f"thief-{suffix}", f"rejoined-{suffix}"
-    serving = await _install(webhooks)
-    server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
-    manager = await manager_of(host, webhook_server=server)
-    build(manager, controllers=["webhook"])
+    manager = await _webhook_manager(host, webhooks)
     namespace = {"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": KARMADA_CLUSTER_NAMESPACE}}  # fmt: skip
     with contextlib.suppress(AlreadyExists):

@@ -1,7 +1,8 @@
 """deploy/ as a kustomize base with overlays (issue #33 item 5), rendered by the real kubectl.
 
-``deploy/base`` renders exactly the manifests ``kubectl apply -f deploy/crds -f
-deploy/controller-manager/`` applies, so its RBAC is what the controllers declare, no more; the
+``deploy/base`` renders the manifests ``kubectl apply -f deploy/crds -f deploy/controller-manager/``
+applies with the controller-manager unsharded (2 replicas, one leading), so its RBAC is what the
+controllers declare, no more; ``overlays/sharded`` renders exactly those files; the other
 overlays add Karmada's admission webhook (with the webhook's own declared RBAC) and the opt-in
 Secrets role. The real apiserver accepts every object of each render (a server-side dry run).
 """
@@ -48,11 +49,30 @@ def _keyed(documents: list[Obj]) -> dict[tuple[str, str, str, str], Obj]:
     }
 
 
-async def test_the_base_renders_what_kubectl_apply_f_applies(host: ControlPlane) -> None:
-    rendered = await _render(host, "base")
+async def test_the_sharded_overlay_renders_what_kubectl_apply_f_applies(host: ControlPlane) -> None:
+    rendered = await _render(host, "overlays/sharded")
     assert _keyed(rendered) == _keyed(_files("crds/*.yaml", "controller-manager/*.yaml"))
-    assert granted(rendered) == required()
-    assert problems(granted(rendered)) == []
+
+
+async def test_the_base_is_the_same_unsharded_with_exactly_the_declared_rbac(
+    host: ControlPlane,
+) -> None:
+    rendered, files = (
+        _keyed(await _render(host, "base")),
+        _keyed(_files("crds/*.yaml", "controller-manager/*.yaml")),
+    )
+    key = ("apps/v1", "Deployment", "karmada-system", "reconcile-controller-manager")
+    base, sharded = rendered.pop(key), files.pop(key)
+    assert rendered == files
+    assert base["spec"]["replicas"] == 2
+    container = base["spec"]["template"]["spec"]["containers"][0]
+    assert "--shards=auto" not in container["command"]
+    assert "--leader-elect" in container["command"]
+    shipped = sharded["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert container["command"] == [arg for arg in shipped if arg != "--shards=auto"]
+    manifests = [*rendered.values(), base]
+    assert granted(manifests) == required()
+    assert problems(granted(manifests)) == []
 
 
 async def test_the_webhook_overlay_adds_the_webhook_with_its_declared_rbac(
@@ -72,7 +92,9 @@ async def test_the_secrets_overlay_adds_only_the_opt_in_role(host: ControlPlane)
     assert added == {Grant("", "", "secrets", verb) for verb in TEMPLATE_VERBS}
 
 
-@pytest.mark.parametrize("directory", ["base", "overlays/webhook", "overlays/propagate-secrets"])
+@pytest.mark.parametrize(
+    "directory", ["base", "overlays/sharded", "overlays/webhook", "overlays/propagate-secrets"]
+)
 async def test_the_apiserver_accepts_every_object_rendered(
     host: ControlPlane, directory: str
 ) -> None:

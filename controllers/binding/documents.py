@@ -36,7 +36,7 @@ MAX_DOCUMENT_NODES: Final = 10_000
 """Scalars and collections: building them is Python (2 s for 130,000 one-digit items)."""
 
 # PyYAML without libyaml (a build from source without the headers) falls back to Python: slower,
-# same answers.
+# and stricter on a few texts (a tab after a scalar), refused then as not YAML.
 _LOADER: Final[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

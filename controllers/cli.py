@@ -34,7 +34,6 @@ from reconcile import (
 )
 from reconcile.manager import DEFAULT_METRICS_BIND_ADDRESS
 from reconcile.webhook import DEFAULT_CERT_DIR, DEFAULT_WEBHOOK_PORT, WebhookServer
-from testenv.cli import add_testenv_parser
 
 if TYPE_CHECKING:
     from controllers.sharding import ShardingOptions
@@ -505,6 +504,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_join(commands)
     _add_webhook(commands)
     add_interpret_parser(commands)
+    # Only here: controllers reach testenv from the demo and this command alone (lint-imports).
+    from testenv.cli import add_testenv_parser
+
     add_testenv_parser(commands)
     add_command_parsers(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")

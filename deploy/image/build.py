@@ -11,7 +11,9 @@ The build is cached by content: the key hashes everything that goes into the ima
 the Debian package list, the project's sources and metadata); a second run with the same key
 prints the cached image's name and size and builds nothing.
 
-Usage: ``python deploy/image/build.py [--store DIR]``; prints ``image: NAME ARCHIVE SIZE``.
+Usage: ``python deploy/image/build.py [--store DIR] [--mirror URL]``; prints ``image: NAME ARCHIVE
+SIZE``. Air-gapped: ``--mirror`` a local Debian mirror (``file:///srv/debian``), and pip's own
+settings for the wheels (``PIP_NO_INDEX=1 PIP_FIND_LINKS=/srv/wheelhouse``).
 """
 
 from __future__ import annotations
@@ -75,11 +77,13 @@ def _shipped(path: Path) -> bool:
     return "__pycache__" not in path.parts and path.suffix != ".pyc"
 
 
-def _rootfs(directory: Path) -> Path:
+def _rootfs(directory: Path, mirror: str | None) -> Path:
     tarball = directory / "rootfs.tar"
     excludes = [f"--dpkgopt=path-exclude={pattern}" for pattern in EXCLUDED]
     include = "--include=" + ",".join(PACKAGES)
-    _run("mmdebstrap", "--quiet", "--variant=extract", include, *excludes, SUITE, tarball)
+    # No mirror: mmdebstrap takes the host's apt sources.
+    mirrors = [mirror] if mirror else []
+    _run("mmdebstrap", "--quiet", "--variant=extract", include, *excludes, SUITE, tarball, *mirrors)
     rootfs = directory / "rootfs"
     rootfs.mkdir()
     _run("tar", "-xf", tarball, "-C", rootfs)
@@ -127,8 +131,9 @@ def _assemble(rootfs: Path, directory: Path, name: str, archive: Path) -> None:
     _run("tar", "-C", layout, "-cf", archive, ".")
 
 
-def build(store: Path) -> tuple[str, Path]:
-    """The image's name and its oci-archive, built unless the store has it."""
+def build(store: Path, mirror: str | None = None) -> tuple[str, Path]:
+    """The image's name and its oci-archive, built unless the store has it; ``mirror`` is the
+    Debian mirror to take the packages from (default: the host's apt sources)."""
     name = f"reconcile:{metadata.version('reconcile')}"
     archive = store / f"reconcile-{content_key()}.oci.tar"
     if archive.is_file():
@@ -136,7 +141,7 @@ def build(store: Path) -> tuple[str, Path]:
     store.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=store) as scratch:
         directory = Path(scratch)
-        rootfs = _rootfs(directory)
+        rootfs = _rootfs(directory, mirror)
         _install(rootfs, directory)
         partial = directory / archive.name
         _assemble(rootfs, directory, name, partial)
@@ -147,8 +152,11 @@ def build(store: Path) -> tuple[str, Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
+    parser.add_argument(
+        "--mirror", help="Debian mirror URL (e.g. a local one, air-gapped); default: apt sources"
+    )
     args = parser.parse_args()
-    name, archive = build(args.store)
+    name, archive = build(args.store, args.mirror)
     print(f"image: {name} {archive} {archive.stat().st_size / 2**20:.1f} MiB")
     return 0
 

@@ -4,6 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# import-linter lives in a venv of its own: it pulls in rich, and structlog imports rich whenever
+# it is installed, which would make every process the tests start heavier than a user's.
+LINTVENV := $(VENV)/lint
+LINTSTAMP := $(LINTVENV)/.installed
 
 .PHONY: demo test lint unit binaries image setup clean
 
@@ -17,6 +21,12 @@ $(STAMP): pyproject.toml
 	   > $(VENV)/install.log 2>&1 || { tail -40 $(VENV)/install.log; exit 1; }
 	@touch $@
 
+$(LINTSTAMP):
+	@test -x $(LINTVENV)/bin/python || $(PYTHON) -m venv $(LINTVENV)
+	@$(LINTVENV)/bin/python -m pip install --disable-pip-version-check -q 'import-linter>=2.1' \
+	   > $(LINTVENV)/install.log 2>&1 || { tail -40 $(LINTVENV)/install.log; exit 1; }
+	@touch $@
+
 # Finds kube-apiserver/etcd/kubectl like envtest does, else builds them once from the Go module proxy.
 binaries: $(STAMP)
 	@$(BIN)/reconcile testenv install --quiet --helm
@@ -28,11 +38,11 @@ image: $(STAMP)
 	  { apt-get update -qq && apt-get install -y -qq mmdebstrap umoci podman >/dev/null; }
 	@$(BIN)/python deploy/image/build.py
 
-lint: $(STAMP)
+lint: $(STAMP) $(LINTSTAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/lint-imports
+	PYTHONPATH=. $(LINTVENV)/bin/lint-imports
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

@@ -47,7 +47,13 @@ def configure(*, json: bool = False, level: int | str = logging.INFO) -> None:
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if json
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(),
+            # Chosen, not left to whichever of rich/better-exceptions happens to be installed:
+            # rich renders every frame's locals, which costs the event loop milliseconds per
+            # failed reconcile and prints objects (clients, requests) nobody should see in a log.
+            exception_formatter=structlog.dev.plain_traceback,
+        )
     )
     structlog.configure(
         processors=[

@@ -48,3 +48,25 @@ def test_logs_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) ->
     finally:
         structlog.reset_defaults()
     assert "after the swap" in second.getvalue()
+
+
+def test_console_tracebacks_are_plain_and_show_no_locals(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Whatever else is installed (rich arrives with dev tools): a traceback is Python's own,
+    # without the values of locals, which may hold credentials and cost time to render.
+    from reconcile import configure_logging
+
+    configure_logging()
+    try:
+        password_of_the_frame = "s3cr3t"
+        try:
+            raise RuntimeError(f"boom {len(password_of_the_frame)}")
+        except RuntimeError:
+            structlog.get_logger("t").exception("reconcile failed")
+        err = capsys.readouterr().err
+    finally:
+        structlog.reset_defaults()
+    assert "Traceback (most recent call last):" in err
+    assert "RuntimeError: boom 6" in err
+    assert "s3cr3t" not in err

@@ -1,0 +1,128 @@
+"""Options are what a Client call says besides its object: selectors, patch type, delete options.
+
+They play the part of apimachinery's ListOptions, PatchOptions and DeleteOptions: ``SelectorLike``
+label and field selectors, the ``PatchType`` a patch body is sent as, and a delete's
+``Preconditions`` and ``PropagationPolicy``. The functions below encode them for a request, as
+query parameters and a DeleteOptions body; ``object_identity`` and ``split_target`` read which
+object a call is about, for the real client and testenv's fake alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from reconcile.gvk import GVK
+
+__all__ = [
+    "PatchType",
+    "Preconditions",
+    "PropagationPolicy",
+    "SelectorLike",
+    "delete_options",
+    "object_identity",
+    "query_params",
+    "selector_string",
+    "split_target",
+]
+
+SelectorLike = str | Mapping[str, str] | None
+"""A label or field selector: the string form (``app=web,tier!=db``) or equality pairs."""
+
+PropagationPolicy = Literal["Orphan", "Background", "Foreground"]
+
+
+class PatchType(StrEnum):
+    """How the apiserver interprets a patch body (its Content-Type)."""
+
+    MERGE = "application/merge-patch+json"
+    """RFC 7386: maps merge, ``null`` deletes, lists are replaced."""
+    JSON = "application/json-patch+json"
+    """RFC 6902: a list of operations (``add``, ``remove``, ``replace``, ``test`` …)."""
+    STRATEGIC = "application/strategic-merge-patch+json"
+    """Merge with per-field list strategies; built-in kinds only (not custom resources)."""
+    APPLY = "application/apply-patch+yaml"
+    """Server-side apply: the body is the fields this field manager wants to own."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Preconditions:
+    """Delete only if the object still has this uid and/or resourceVersion (else 409 Conflict)."""
+
+    uid: str | None = None
+    resource_version: str | None = None
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> Preconditions:
+        """Both preconditions from an object as last read: delete exactly that version."""
+        meta = obj.get("metadata") or {}
+        return cls(uid=meta.get("uid"), resource_version=meta.get("resourceVersion"))
+
+    def to_json(self) -> dict[str, str]:
+        """The ``preconditions`` field of DeleteOptions."""
+        found = {"uid": self.uid, "resourceVersion": self.resource_version}
+        return {key: value for key, value in found.items() if value}
+
+
+def selector_string(value: SelectorLike) -> str | None:
+    """A selector in its string form; None for no selector."""
+    if value is None or isinstance(value, str):
+        return value or None
+    return ",".join(f"{key}={item}" for key, item in value.items())
+
+
+def query_params(**params: str | int | bool | None) -> list[tuple[str, str]]:
+    """Query parameters with the API's names, leaving out the unset ones."""
+    query: list[tuple[str, str]] = []
+    for key, value in params.items():
+        if value is None or value is False:
+            continue
+        query.append((key, "true" if value is True else str(value)))
+    return query
+
+
+def delete_options(
+    propagation_policy: PropagationPolicy | None,
+    grace_period_seconds: int | None,
+    preconditions: Preconditions | None,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """The DeleteOptions body of a delete or deletecollection request."""
+    options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    if propagation_policy is not None:
+        options["propagationPolicy"] = propagation_policy
+    if grace_period_seconds is not None:
+        options["gracePeriodSeconds"] = grace_period_seconds
+    if preconditions is not None and preconditions.to_json():
+        options["preconditions"] = preconditions.to_json()
+    if dry_run:
+        options["dryRun"] = ["All"]
+    return options
+
+
+def object_identity(obj: Mapping[str, Any]) -> tuple[GVK, str, str | None]:
+    """The kind, name and namespace an object names in itself.
+
+    Raises:
+        ValueError: the object has no apiVersion/kind or no name.
+    """
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("object has no metadata.name")
+    return GVK.of(obj), str(name), meta.get("namespace") or None
+
+
+def split_target(
+    target: GVK | Mapping[str, Any], args: Sequence[Any], namespace: str | None
+) -> tuple[GVK, str, str | None, Any]:
+    """Split ``(obj, *rest)`` or ``(gvk, name, *rest)`` into kind, name, namespace and the rest."""
+    if isinstance(target, GVK):
+        if not args or not isinstance(args[0], str):
+            raise TypeError(f"a {target.kind} is named by (gvk, name, ...): the name is missing")
+        name, *rest = args
+        return target, name, namespace, rest[0] if rest else None
+    gvk, name, own_namespace = object_identity(target)
+    return gvk, name, own_namespace, args[0] if args else None

@@ -62,7 +62,7 @@ from reconcile import (
     Unlimited,
     strip_managed_fields,
 )
-from reconcile.reflector import WATCH_LIST_ENV
+from reconcile.cache.reflector import WATCH_LIST_ENV
 from testenv import Environment
 
 __all__ = ["main"]

@@ -15,12 +15,12 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT, Cache
-from reconcile.cacheoptions import CacheOptions
-from reconcile.client import Client, SelectorLike
-from reconcile.config import ClusterConfig
+from reconcile.cache.cache import DEFAULT_CACHE_SYNC_TIMEOUT, Cache
+from reconcile.cache.informer import Transform, strip_managed_fields
+from reconcile.cache.options import CacheOptions
+from reconcile.client.client import Client, SelectorLike
+from reconcile.client.config import ClusterConfig
 from reconcile.gvk import GVK, Resource
-from reconcile.informer import Transform, strip_managed_fields
 
 __all__ = ["CachedClient", "Cluster"]
 
@@ -29,7 +29,7 @@ class CachedClient:
     """A client whose get and list read the informer cache; everything else goes to ``live``.
 
     Reading a kind for the first time starts its informers, in the scope the cache has for it
-    (cluster-wide unless configured, see ``reconcile.cacheoptions``), and waits for their sync; a
+    (cluster-wide unless configured, see ``reconcile.cache.options``), and waits for their sync; a
     read outside that scope raises ``ScopeError``. Reads return copies, so changing a result and
     writing it back is safe. Writes, subresource reads, watches and discovery are the live
     client's (a real ``Client`` or testenv's fake).
@@ -55,7 +55,7 @@ class CachedClient:
         Raises:
             NotFound: not in the cache.
             ScopeError: a namespace the cache does not hold ``gvk`` in.
-            CacheNotStarted, CacheSyncError: see reconcile.cache.
+            CacheNotStarted, CacheSyncError: see reconcile.cache.cache.
         """
         return await self.cache.get(gvk, name, namespace=namespace, metadata_only=metadata_only)
 
@@ -75,7 +75,7 @@ class CachedClient:
         Raises:
             ScopeError: the list reaches outside the cache's scope for ``gvk``.
             ValueError: a selector the cache cannot evaluate (see Cache.list).
-            CacheNotStarted, CacheSyncError: see reconcile.cache.
+            CacheNotStarted, CacheSyncError: see reconcile.cache.cache.
         """
         return await self.cache.list(
             gvk,
@@ -90,7 +90,7 @@ class CachedClient:
         items: builtins.list[dict[str, Any]] = (await self.list(gvk, **selectors))["items"]
         return items
 
-    # Everything below is the live client's; see reconcile.client.Client for each.
+    # Everything below is the live client's; see reconcile.client.client.Client for each.
 
     async def create(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
         """Client.create."""
@@ -153,7 +153,7 @@ class Cluster:
         namespace: restrict the cache to one namespace (default: all).
         transform: applied to cached objects (default drops managedFields).
         cache_options: what the cache holds of each kind, instead of ``namespace`` and
-            ``transform`` (see ``reconcile.cacheoptions``).
+            ``transform`` (see ``reconcile.cache.options``).
         sync_timeout: how long cache reads wait for an informer's first list. Defaults to 120 s.
         client_options: passed to both clients (field_manager, qps, burst, ...).
     """

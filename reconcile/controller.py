@@ -29,7 +29,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from prometheus_client import CollectorRegistry
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from reconcile.cache import DEFAULT_CACHE_SYNC_TIMEOUT
+from reconcile.cache.cache import DEFAULT_CACHE_SYNC_TIMEOUT
 from reconcile.errors import ApiError
 from reconcile.grace import bounded_grace
 from reconcile.metrics import ControllerMetrics, WorkQueueMetrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from reconcile.store import Obj
+from reconcile.objects import Obj
 
 __all__ = ["Event", "EventType"]
 

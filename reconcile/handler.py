@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from reconcile.event import Event
 from reconcile.gvk import GVK
+from reconcile.objects import Obj
 from reconcile.reconciler import Request
-from reconcile.store import Obj
 
 __all__ = [
     "EnqueueRequestForObject",

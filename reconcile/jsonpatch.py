@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
-from reconcile.store import deep_copy
+from reconcile.objects import deep_copy
 
 __all__ = [
     "JSON_PATCH_OPERATIONS",

@@ -89,7 +89,7 @@ class LeadershipLost(Exception):
 
 
 class LeaseClient(Protocol):
-    """The three verbs leader election needs; ``reconcile.client.Client`` satisfies it."""
+    """The three verbs leader election needs; ``reconcile.client.client.Client`` satisfies it."""
 
     async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         """The object, as a new dict. Raises NotFound when it does not exist."""

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import structlog
 
-__all__ = ["SECRET_KEYS", "configure", "redact_secrets"]
+__all__ = ["SECRET_KEYS", "configure", "configure_logging", "redact_secrets"]
 
 SECRET_KEYS: Final = frozenset(
     {
@@ -75,3 +75,7 @@ def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
     # swapped out since (pytest's capture ended, a daemon redirected it) may be closed, and a
     # closed stream makes every log call raise where it is made.
     return structlog.PrintLogger(file=sys.stderr)
+
+
+configure_logging = configure
+"""``configure`` under the name ``reconcile`` exports it by."""

@@ -43,18 +43,18 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 from prometheus_client import CollectorRegistry, Gauge
 
-from reconcile.cache import Cache
-from reconcile.client import Client
+from reconcile.cache.cache import Cache
+from reconcile.client.client import Client
+from reconcile.client.config import ClusterConfig
 from reconcile.cluster import CachedClient, Cluster
-from reconcile.config import ClusterConfig
 from reconcile.controller import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
-from reconcile.events import EventBroadcaster, EventRecorder
 from reconcile.grace import GracePeriod, current_grace
 from reconcile.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from reconcile.metrics import register_cache_metrics
-from reconcile.metricsauth import FilterProvider, with_authentication_and_authorization
-from reconcile.server import Check, HTTPServer, is_loopback, parse_bind_address
-from reconcile.servingcert import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
+from reconcile.record.recorder import EventBroadcaster, EventRecorder
+from reconcile.serving.auth import FilterProvider, with_authentication_and_authorization
+from reconcile.serving.certificate import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
+from reconcile.serving.server import Check, HTTPServer, is_loopback, parse_bind_address
 from reconcile.webhook.server import WebhookServer
 
 __all__ = ["Manager", "ManagerOptions", "NotLeader", "Runnable"]

@@ -17,6 +17,9 @@ from typing import Any, Final, Literal, TypedDict, cast
 from reconcile.gvk import GVK
 
 __all__ = [
+    "Obj",
+    "deep_copy",
+    "object_key",
     "METADATA_API_VERSION",
     "PARTIAL_OBJECT_METADATA",
     "as_partial_object_metadata",
@@ -52,6 +55,26 @@ __all__ = [
     "truncate_message",
     "uid_of",
 ]
+
+Obj = dict[str, Any]
+"""A Kubernetes object as the apiserver sends it: decoded JSON."""
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for a cluster-scoped object."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+def deep_copy(value: Any) -> Any:
+    """A deep copy of decoded JSON (dicts, lists, scalars); much faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: deep_copy(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [deep_copy(v) if isinstance(v, dict | list) else v for v in value]
+    return value
+
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 

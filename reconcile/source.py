@@ -15,14 +15,14 @@ from typing import Protocol
 import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup
 
-from reconcile.cache import Cache
+from reconcile.cache.cache import Cache
+from reconcile.cache.informer import HandlerRegistration, SharedInformer
 from reconcile.event import Event, EventType
 from reconcile.gvk import GVK
 from reconcile.handler import EventHandler
-from reconcile.informer import HandlerRegistration, SharedInformer
+from reconcile.objects import Obj
 from reconcile.predicate import Predicate
 from reconcile.reconciler import Request
-from reconcile.store import Obj
 from reconcile.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue
 
 __all__ = ["Channel", "Kind", "Source"]

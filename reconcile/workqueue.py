@@ -40,8 +40,8 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskStatus
 
+from reconcile.flowcontrol import Clock, MonotonicClock
 from reconcile.metrics import NoopQueueMetrics, QueueMetrics
-from reconcile.ratelimit import Clock, MonotonicClock
 from reconcile.ratelimiter import RateLimiter, default_controller_rate_limiter
 
 __all__ = [

@@ -3,9 +3,9 @@
 The pool starts ``python -I -S -c BOOTSTRAP`` (see ``pool``), which imports this module without
 the ``controllers.interpreter`` package and calls ``main``. The worker then ties its life to its
 parent (``PR_SET_PDEATHSIG``), caps its address space (``RLIMIT_AS``) and disables core dumps,
-imports ``sandbox`` with ``reconcile`` reduced to its two stdlib-only modules (quantities and GVKs,
-all ``kube`` needs: the worker starts in tens of milliseconds, not the framework's second) and
-answers requests on its stdin/stdout until stdin closes.
+imports ``sandbox`` (whose ``kube`` library takes only ``reconcile``'s stdlib-only quantities and
+GVKs: ``reconcile`` loads its names lazily, so the worker starts in tens of milliseconds, not the
+framework's second) and answers requests on its stdin/stdout until stdin closes.
 
 Messages are length-prefixed (4 bytes, little-endian) JSON from ``sandbox.dumps``; each request gets
 one reply::
@@ -30,7 +30,6 @@ import resource
 import signal
 import struct
 import sys
-import types
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Final
@@ -61,22 +60,6 @@ def _limit(memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing script leaves no core file
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-
-
-def _reduced_reconcile() -> None:
-    """Make ``from reconcile import Quantity`` work without importing the whole framework."""
-    import controllers  # the real package: its __init__ imports nothing
-
-    root = Path(controllers.__file__).resolve().parent.parent / "reconcile"
-    package = types.ModuleType("reconcile", "reconcile reduced to what the Lua kube library uses")
-    package.__path__ = [str(root)]
-    sys.modules["reconcile"] = package
-    import reconcile.gvk
-    import reconcile.quantity
-
-    for module in (reconcile.gvk, reconcile.quantity):
-        for name in module.__all__:
-            setattr(package, name, getattr(module, name))
 
 
 class _Server:
@@ -179,5 +162,4 @@ def main(argv: list[str]) -> None:
     requests, replies = os.dup(0), os.dup(1)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
-    _reduced_reconcile()
     _Server(requests, replies).serve()

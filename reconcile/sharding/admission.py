@@ -16,9 +16,9 @@ from typing import Final
 
 import structlog
 
+from reconcile.objects import Obj
 from reconcile.sharding.metrics import SharderMetrics
 from reconcile.sharding.sharder import Sharder
-from reconcile.store import Obj
 from reconcile.webhook.admission import (
     CREATE,
     AdmissionRequest,

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from reconcile.cache import Cache
+from reconcile.cache.cache import Cache
 from reconcile.sharding.ring import Ring
 
 __all__ = ["SHARD_OBJECTS", "SharderMetrics", "register_shard_objects"]

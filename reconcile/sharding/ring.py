@@ -181,7 +181,7 @@ def without_sharding_labels(labels: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class LabelPatcher(Protocol):
-    """The one verb ``relabel`` needs; ``reconcile.client.Client`` satisfies it."""
+    """The one verb ``relabel`` needs; ``reconcile.client.client.Client`` satisfies it."""
 
     async def patch(
         self,

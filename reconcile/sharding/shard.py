@@ -37,7 +37,7 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from reconcile.cacheoptions import ByObject
+from reconcile.cache.options import ByObject
 from reconcile.errors import Conflict, NotFound
 from reconcile.gvk import GVK
 from reconcile.leaderelection import (
@@ -48,10 +48,10 @@ from reconcile.leaderelection import (
     LeaderElector,
 )
 from reconcile.manager import Manager
+from reconcile.objects import Obj
 from reconcile.reconciler import Reconciler, ReconcilerFunc, Request, Result, as_reconciler
 from reconcile.sharding.metrics import SharderMetrics, register_shard_objects
 from reconcile.sharding.ring import Ring, ShardedKind, relabel
-from reconcile.store import Obj
 
 __all__ = ["NOT_CACHED_RETRY", "Route", "Shard", "check_shard_name"]
 

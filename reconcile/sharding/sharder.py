@@ -38,23 +38,22 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from reconcile.cache import Cache
-from reconcile.cacheoptions import ByObject, CacheOptions
-from reconcile.client import Client
+from reconcile.cache.cache import Cache
+from reconcile.cache.informer import Transform
+from reconcile.cache.options import ByObject, CacheOptions
+from reconcile.client.client import Client
 from reconcile.controller import Controller, ControllerOptions
 from reconcile.errors import Conflict, NotFound
 from reconcile.event import Event, EventType
 from reconcile.gvk import GVK
-from reconcile.informer import Transform
 from reconcile.leaderelection import LEASE
 from reconcile.manager import Manager
-from reconcile.objects import resource_version_of
+from reconcile.objects import Obj, object_key, resource_version_of
 from reconcile.reconciler import Request, Result
 from reconcile.sharding.membership import Membership
 from reconcile.sharding.metrics import SharderMetrics
 from reconcile.sharding.ring import Ring, ShardedKind, owner, relabel
 from reconcile.source import Kind
-from reconcile.store import Obj, object_key
 from reconcile.workqueue import DEFAULT_PRIORITY
 
 __all__ = ["CONFLICT_RETRY", "EXPIRY_SLACK", "KEY_INDEX", "ORPHAN_PRIORITY", "Sharder"]

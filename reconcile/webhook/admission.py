@@ -27,7 +27,7 @@ from aiohttp import web
 from reconcile.errors import ApiError
 from reconcile.gvk import GVK
 from reconcile.jsonpatch import create_json_patch
-from reconcile.store import Obj
+from reconcile.objects import Obj
 
 __all__ = [
     "ADMISSION_REVIEW_VERSION",

@@ -25,7 +25,7 @@ import structlog
 from aiohttp import web
 
 from reconcile.gvk import GVK
-from reconcile.store import Obj, deep_copy
+from reconcile.objects import Obj, deep_copy
 from reconcile.webhook.server import status_response
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from reconcile.gvk import GVK
-from reconcile.store import Obj, deep_copy
+from reconcile.objects import Obj, deep_copy
 from reconcile.webhook.admission import (
     CREATE,
     UPDATE,

@@ -32,8 +32,8 @@ from aiohttp import web
 from anyio.abc import TaskStatus
 from prometheus_client.registry import CollectorRegistry
 
-from reconcile.server import Check
-from reconcile.servingcert import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
+from reconcile.serving.certificate import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
+from reconcile.serving.server import Check
 from reconcile.webhook.admission import Handler, Webhook
 from reconcile.webhook.metrics import WebhookMetrics
 

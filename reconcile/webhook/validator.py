@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from reconcile.gvk import GVK
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from reconcile.webhook.admission import (
     CREATE,
     DELETE,

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, overload
 import anyio
 import anyio.lowlevel
 
-from reconcile.client import (
+from reconcile.client.client import (
     DEFAULT_FIELD_MANAGER,
     Client,
     PatchType,
@@ -25,18 +25,18 @@ from reconcile.client import (
     PropagationPolicy,
     SelectorLike,
 )
-from reconcile.config import ClusterConfig
+from reconcile.client.config import ClusterConfig
+from reconcile.client.options import object_identity, split_target
+from reconcile.client.restmapper import RESTMapper
+from reconcile.client.transport import Transport
+from reconcile.flowcontrol import RetryAfter, Unlimited
 from reconcile.gvk import GVK, Resource
 from reconcile.objects import (
     METADATA_API_VERSION,
     PARTIAL_OBJECT_METADATA,
+    Obj,
     as_partial_object_metadata,
 )
-from reconcile.options import object_identity, split_target
-from reconcile.ratelimit import RetryAfter, Unlimited
-from reconcile.restmapper import RESTMapper
-from reconcile.store import Obj
-from reconcile.transport import Transport
 from testenv.fake import strategy
 from testenv.fake.discovery import discovery_document
 from testenv.fake.errors import details_of, no_subresource, not_found

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconcile.client import SelectorLike
+from reconcile.client.client import SelectorLike
 from reconcile.labels import Selector, parse_selector
 from testenv.fake.errors import bad_request
 from testenv.fake.index import Term, field_text

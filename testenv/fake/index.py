@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol
 
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv.fake.objects import Key, path_get
 
 __all__ = ["KindIndex", "Selection", "Term", "field_text"]

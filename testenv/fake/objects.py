@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from reconcile.gvk import GVK
-from reconcile.store import Obj, deep_copy
+from reconcile.objects import Obj, deep_copy
 from testenv.fake.registry import FakeKind
 
 __all__ = [

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from reconcile.client import PatchType
+from reconcile.client.client import PatchType
 from reconcile.jsonpatch import JsonPatchError, apply_json_patch
-from reconcile.store import Obj, deep_copy
+from reconcile.objects import Obj, deep_copy
 from testenv.fake.errors import failure
 from testenv.fake.objects import from_wire
 

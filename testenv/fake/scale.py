@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconcile.gvk import GVK
-from reconcile.store import Obj, deep_copy
+from reconcile.objects import Obj, deep_copy
 from testenv.fake.errors import no_subresource
 from testenv.fake.objects import object_key, path_get, path_set
 from testenv.fake.registry import FakeKind, Registry

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 import anyio
 import orjson
 
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv.fake.errors import bad_request, expired, failure
 from testenv.fake.index import KindIndex, Selection
 from testenv.fake.objects import Key

@@ -15,9 +15,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from reconcile.client import PatchType, Preconditions
+from reconcile.client.client import PatchType, Preconditions
 from reconcile.gvk import GVK
-from reconcile.store import Obj, deep_copy
+from reconcile.objects import Obj, deep_copy
 from testenv.fake.errors import (
     bad_request,
     conflict,

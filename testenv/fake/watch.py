@@ -17,7 +17,7 @@ import anyio
 import anyio.lowlevel
 
 from reconcile.gvk import GVK
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv.fake.errors import expired_status
 from testenv.fake.filter import Filter
 from testenv.fake.objects import served

@@ -31,7 +31,7 @@ from reconcile import (
     NotFound,
     ScopeError,
 )
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import ControlPlane, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

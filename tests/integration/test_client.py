@@ -17,9 +17,17 @@ import structlog
 import yaml
 from aiohttp import ClientResponseError, web
 
-from reconcile.client import Client, ListerWatcher, PatchType, Preconditions, Reader, WatchEvents
-from reconcile.config import ClusterConfig, ConfigError
-from reconcile.credentials import Credentials
+from reconcile.cache.informer import SharedInformer
+from reconcile.client.client import (
+    Client,
+    ListerWatcher,
+    PatchType,
+    Preconditions,
+    Reader,
+    WatchEvents,
+)
+from reconcile.client.config import ClusterConfig, ConfigError
+from reconcile.client.credentials import Credentials
 from reconcile.errors import (
     AlreadyExists,
     ApiError,
@@ -31,9 +39,8 @@ from reconcile.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from reconcile.flowcontrol import RetryAfter, TokenBucket, Unlimited
 from reconcile.gvk import GVK
-from reconcile.informer import SharedInformer
-from reconcile.ratelimit import RetryAfter, TokenBucket, Unlimited
 from testenv import ControlPlane, eventually
 from tests.builders import FakeClock, configmap, deployment, service_account_token
 

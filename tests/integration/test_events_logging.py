@@ -18,7 +18,7 @@ from reconcile import (
     Request,
     Result,
 )
-from reconcile.client import Client
+from reconcile.client.client import Client
 from testenv import ControlPlane, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

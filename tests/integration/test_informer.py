@@ -11,13 +11,13 @@ import anyio
 import pytest
 import pytest_asyncio
 
-from reconcile.cache import Cache, CacheSyncError
-from reconcile.client import Client, ListerWatcher
-from reconcile.config import ClusterConfig
+from reconcile.cache.cache import Cache, CacheSyncError
+from reconcile.cache.informer import SharedInformer
+from reconcile.cache.reflector import WATCH_LIST_ENV, Backoff
+from reconcile.client.client import Client, ListerWatcher
+from reconcile.client.config import ClusterConfig
 from reconcile.gvk import GVK
-from reconcile.informer import SharedInformer
-from reconcile.reflector import WATCH_LIST_ENV, Backoff
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import ControlPlane, Environment, eventually
 from tests.builders import configmap
 

@@ -18,8 +18,8 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from reconcile.client import Client
-from reconcile.config import ClusterConfig
+from reconcile.client.client import Client
+from reconcile.client.config import ClusterConfig
 from reconcile.errors import Unauthorized
 from reconcile.gvk import GVK
 from testenv import ControlPlane

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from reconcile.client import Client
+from reconcile.client.client import Client
 from reconcile.errors import Conflict
 from reconcile.gvk import GVK
 from reconcile.leaderelection import (

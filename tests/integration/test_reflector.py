@@ -15,14 +15,14 @@ import anyio
 import pytest
 import pytest_asyncio
 
-from reconcile.cacheoptions import CacheOptions
-from reconcile.client import Client, ListerWatcher
-from reconcile.config import ClusterConfig
+from reconcile.cache.informer import FuncHandler, SharedInformer
+from reconcile.cache.options import CacheOptions
+from reconcile.cache.reflector import Backoff, Reflector, is_resource_version_too_large
+from reconcile.client.client import Client, ListerWatcher
+from reconcile.client.config import ClusterConfig
 from reconcile.errors import ApiError
 from reconcile.gvk import GVK
-from reconcile.informer import FuncHandler, SharedInformer
-from reconcile.reflector import Backoff, Reflector, is_resource_version_too_large
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import ControlPlane, Environment, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

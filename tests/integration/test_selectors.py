@@ -12,10 +12,10 @@ from urllib.parse import urlencode
 import anyio
 import pytest
 
-from reconcile.cache import Cache
+from reconcile.cache.cache import Cache
 from reconcile.gvk import GVK
 from reconcile.labels import parse_selector
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import ControlPlane
 from testenv.fake import FakeClient
 

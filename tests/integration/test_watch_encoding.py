@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from reconcile import GVK, Client
-from reconcile.watch import WatchEvents
+from reconcile.client.watch import WatchEvents
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from reconcile import GVK, Manager, webhook_managed_by
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from reconcile.webhook import AdmissionError, WebhookServer, mutate_path, validate_path
 from testenv import ControlPlane, WebhookInstaller, WebhookInstallOptions, WebhookServing
 from tests.builders import manager_of, running

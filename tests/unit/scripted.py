@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from reconcile.errors import Gone, Invalid
-from reconcile.store import Obj
+from reconcile.objects import Obj
 
 HANG: Any = object()
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-import reconcile.store
+import reconcile.cache.store
 from controllers.api import (
     BINDING_RESOURCE_INDEX,
     TARGET_CLUSTER_INDEX,
@@ -65,13 +65,13 @@ def informer() -> SharedInformer:
 def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the stored objects decoded."""
     calls: list[int] = []
-    decode = reconcile.store.decode
+    decode = reconcile.cache.store.decode
 
     def counting(encoded: bytes) -> Any:
         calls.append(1)
         return decode(encoded)
 
-    monkeypatch.setattr(reconcile.store, "decode", counting)
+    monkeypatch.setattr(reconcile.cache.store, "decode", counting)
     return calls
 
 

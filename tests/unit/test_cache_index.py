@@ -15,10 +15,11 @@ from typing import Any
 import anyio
 import pytest
 
-from reconcile.cache import Cache
+from reconcile.cache.cache import Cache
+from reconcile.cache.store import Indexer
 from reconcile.gvk import GVK
 from reconcile.labels import Selector
-from reconcile.store import Indexer, Obj
+from reconcile.objects import Obj
 from testenv import eventually
 from testenv.fake import FakeClient
 

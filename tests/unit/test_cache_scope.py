@@ -33,8 +33,8 @@ from reconcile import (
     as_partial_object_metadata,
     controller_managed_by,
 )
-from reconcile.cacheoptions import KindScope
-from reconcile.store import Obj
+from reconcile.cache.options import KindScope
+from reconcile.objects import Obj
 from testenv import eventually
 from testenv.fake import FakeClient
 

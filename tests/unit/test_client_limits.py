@@ -21,12 +21,16 @@ import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from reconcile.client import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_WATCH_EVENT_BYTES, Client
-from reconcile.config import ClusterConfig
+from reconcile.cache.reflector import Backoff, Reflector
+from reconcile.client.client import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_WATCH_EVENT_BYTES,
+    Client,
+)
+from reconcile.client.config import ClusterConfig
 from reconcile.errors import InternalError, ResponseTooLarge
 from reconcile.gvk import GVK
-from reconcile.reflector import Backoff, Reflector
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

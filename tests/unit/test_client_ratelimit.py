@@ -6,10 +6,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from reconcile.client import Client
-from reconcile.config import ClusterConfig
+from reconcile.client.client import Client
+from reconcile.client.config import ClusterConfig
 from reconcile.errors import NotFound, TooManyRequests, api_error
-from reconcile.ratelimit import (
+from reconcile.flowcontrol import (
     DEFAULT_CLIENT_BURST,
     DEFAULT_CLIENT_QPS,
     RetryAfter,

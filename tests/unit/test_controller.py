@@ -22,7 +22,7 @@ from reconcile import (
     Result,
     TerminalError,
 )
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

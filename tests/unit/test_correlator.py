@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconcile.correlator import (
+from reconcile.record.correlator import (
     AGGREGATE_INTERVAL,
     AGGREGATE_MAX_EVENTS,
     AGGREGATE_PREFIX,

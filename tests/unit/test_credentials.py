@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from reconcile.config import ClusterConfig, ConfigError
-from reconcile.credentials import Credentials, ExecPlugin, TokenFile
+from reconcile.client.config import ClusterConfig, ConfigError
+from reconcile.client.credentials import Credentials, ExecPlugin, TokenFile
 from testenv.certs import CertificateAuthority
 from tests.builders import FakeClock
 from tests.execplugin import V1, V1BETA1, write_plugin

@@ -10,8 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
-from reconcile.cache import Cache, ListerWatcherSource
-from reconcile.client import Client, ListerWatcher, PatchType, Preconditions, Reader
+from reconcile.cache.cache import Cache, ListerWatcherSource
+from reconcile.cache.informer import SharedInformer
+from reconcile.cache.reflector import Backoff
+from reconcile.client.client import Client, ListerWatcher, PatchType, Preconditions, Reader
 from reconcile.errors import (
     AlreadyExists,
     ApiError,
@@ -24,9 +26,7 @@ from reconcile.errors import (
     ServerTimeout,
 )
 from reconcile.gvk import GVK
-from reconcile.informer import SharedInformer
-from reconcile.reflector import Backoff
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import eventually
 from testenv.fake import BUILTIN_KINDS, FakeClient, FakeKind
 

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from reconcile.gvk import GVK
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv.fake import FakeClient
 from testenv.fake.filter import Filter, parse_filter
 from testenv.fake.registry import BUILTIN_KINDS

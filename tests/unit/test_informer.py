@@ -7,16 +7,16 @@ from typing import Any
 import anyio
 import pytest
 
-import reconcile.informer
-import reconcile.store
-from reconcile.cache import Cache, CacheNotStarted, CacheSyncError
-from reconcile.client import ListerWatcher
+import reconcile.cache.informer
+import reconcile.cache.store
+from reconcile.cache.cache import Cache, CacheNotStarted, CacheSyncError
+from reconcile.cache.informer import FuncHandler, SharedInformer
+from reconcile.cache.reflector import Backoff
+from reconcile.client.client import ListerWatcher
 from reconcile.errors import Forbidden
 from reconcile.gvk import GVK
-from reconcile.informer import FuncHandler, SharedInformer
 from reconcile.labels import Selector
-from reconcile.reflector import Backoff
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from testenv import eventually
 from tests.unit.scripted import HANG, Script, cm, initial_events_end, page
 
@@ -392,7 +392,7 @@ async def test_a_staged_sync_without_handlers_decodes_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     decoded: list[bytes] = []
-    decode = reconcile.store.decode
+    decode = reconcile.cache.store.decode
 
     def counting(encoded: bytes) -> Obj:
         decoded.append(encoded)
@@ -400,8 +400,8 @@ async def test_a_staged_sync_without_handlers_decodes_nothing(
 
     informer = SharedInformer(Script([], []), name="cm")
     staged = {f"ns/{name}": informer.stage(cm(name, "1")) for name in ("a", "b")}
-    monkeypatch.setattr(reconcile.informer, "decode", counting)
-    monkeypatch.setattr(reconcile.store, "decode", counting)
+    monkeypatch.setattr(reconcile.cache.informer, "decode", counting)
+    monkeypatch.setattr(reconcile.cache.store, "decode", counting)
     informer.replace_encoded(staged, "1")
     assert decoded == []  # the namespace index comes from the keys
     assert informer.has_synced()

@@ -13,7 +13,7 @@ PROBE = """
 import gc, json, tracemalloc
 from contextlib import asynccontextmanager
 import anyio, orjson
-from reconcile.informer import SharedInformer
+from reconcile.cache.informer import SharedInformer
 
 OBJECTS = 4000
 
@@ -93,7 +93,7 @@ LIST_PROBE = """
 import gc, json, os
 from contextlib import asynccontextmanager
 import anyio, orjson
-from reconcile.informer import SharedInformer
+from reconcile.cache.informer import SharedInformer
 
 os.environ["KUBE_FEATURE_WatchListClient"] = "false"
 

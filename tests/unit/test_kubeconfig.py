@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from reconcile.config import ClusterConfig, ConfigError
-from reconcile.kubeconfig import kubeconfig_paths, merge_kubeconfigs, select_context
+from reconcile.client.config import ClusterConfig, ConfigError
+from reconcile.client.kubeconfig import kubeconfig_paths, merge_kubeconfigs, select_context
 from testenv.certs import CertificateAuthority, KeyPair
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

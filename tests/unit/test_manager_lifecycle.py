@@ -34,8 +34,8 @@ from reconcile import (
     controller_managed_by,
     micro_time,
 )
-from reconcile.reflector import WATCH_LIST_ENV
-from reconcile.servingcert import CertificateError
+from reconcile.cache.reflector import WATCH_LIST_ENV
+from reconcile.serving.certificate import CertificateError
 from reconcile.webhook import WebhookServer
 from testenv import FakeClient, eventually
 

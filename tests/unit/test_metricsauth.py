@@ -20,7 +20,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry, Counter
 
 from reconcile.errors import Forbidden
-from reconcile.metricsauth import (
+from reconcile.serving.auth import (
     ReviewSlots,
     ReviewsOverloaded,
     SubjectAccessReviewAuthorizer,
@@ -29,7 +29,7 @@ from reconcile.metricsauth import (
     bearer_token,
     with_authentication_and_authorization,
 )
-from reconcile.server import HTTPServer
+from reconcile.serving.server import HTTPServer
 from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")

@@ -15,8 +15,8 @@ from reconcile.handler import (
     EnqueueRequestsFromMapFunc,
 )
 from reconcile.labels import parse_selector
+from reconcile.objects import Obj
 from reconcile.reconciler import Request
-from reconcile.store import Obj
 
 
 def _obj(name: str = "a", **meta: Any) -> Obj:

@@ -10,10 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-import reconcile.reflector
-from reconcile.errors import Forbidden, ServerTimeout, TooManyRequests, api_error
-from reconcile.gvk import GVK
-from reconcile.reflector import (
+import reconcile.cache.reflector
+from reconcile.cache.reflector import (
     RELEASE_HEAP_AFTER,
     WATCH_LIST_ENV,
     Backoff,
@@ -21,7 +19,9 @@ from reconcile.reflector import (
     Reflector,
     is_resource_version_too_large,
 )
-from reconcile.store import Obj
+from reconcile.errors import Forbidden, ServerTimeout, TooManyRequests, api_error
+from reconcile.gvk import GVK
+from reconcile.objects import Obj
 from testenv import FakeClient, eventually
 from tests.unit.scripted import HANG, Script, cm, gone, initial_events_end, page
 
@@ -185,7 +185,7 @@ async def test_a_large_list_returns_its_freed_memory_once_stored(
     monkeypatch: pytest.MonkeyPatch, listed: int, released: int
 ) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(reconcile.reflector, "release_heap", lambda: calls.append(1))
+    monkeypatch.setattr(reconcile.cache.reflector, "release_heap", lambda: calls.append(1))
     items = [cm(f"o{i}", "1") for i in range(listed)]
     script = Script(lists=[page("10", *items)], watches=[HANG])
     await _run_until(script, lambda r, _s: r.synced)
@@ -195,7 +195,7 @@ async def test_a_large_list_returns_its_freed_memory_once_stored(
 async def test_releasing_the_heap_after_a_large_list_lowers_the_rss() -> None:
     probe = """
 import gc, orjson
-from reconcile.store import Indexer, release_heap
+from reconcile.cache.store import Indexer, release_heap
 def rss(): return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0])
 data = {f"k{j}": "v" * 600 for j in range(4)}
 listed = orjson.loads(orjson.dumps([

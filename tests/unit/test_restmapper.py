@@ -8,9 +8,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from reconcile.client.restmapper import RESTMapper, parse_resource_list
 from reconcile.errors import NoKindMatch, NotFound, ServiceUnavailable, api_error
 from reconcile.gvk import GVK
-from reconcile.restmapper import RESTMapper, parse_resource_list
 from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")

@@ -20,8 +20,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry
 
-from reconcile.server import Check, HTTPServer, is_loopback
-from reconcile.servingcert import CertificateError, ServingCertificate
+from reconcile.serving.certificate import CertificateError, ServingCertificate
+from reconcile.serving.server import Check, HTTPServer, is_loopback
 from testenv import eventually
 from testenv.certs import CertificateAuthority
 

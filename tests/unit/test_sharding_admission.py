@@ -14,8 +14,8 @@ import pytest
 
 from reconcile import GVK, Manager
 from reconcile.leaderelection import micro_time
+from reconcile.objects import Obj
 from reconcile.sharding import Ring, ShardAssigner, ShardedKind, Sharder, owner
-from reconcile.store import Obj
 from reconcile.webhook import CREATE, UPDATE, AdmissionRequest, AdmissionResponse, Webhook
 from testenv import FakeClient, eventually
 

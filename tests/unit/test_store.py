@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from reconcile.store import Indexer, Obj, deep_copy, encode, object_key
+from reconcile.cache.store import Indexer, encode
+from reconcile.objects import Obj, deep_copy, object_key
 
 
 def _cm(name: str, namespace: str | None = "default", **labels: str) -> Obj:

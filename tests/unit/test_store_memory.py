@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 PROBE = """
-from reconcile.store import Indexer
+from reconcile.cache.store import Indexer
 
 def heap_kib():
     smaps = open("/proc/self/smaps").read()
@@ -36,7 +36,7 @@ def test_stored_encodings_take_about_their_size_of_heap() -> None:
 
 INDEX_PROBE = """
 import tracemalloc
-from reconcile.store import Indexer
+from reconcile.cache.store import Indexer
 
 store = Indexer()
 for i in range(20000):

@@ -12,7 +12,7 @@ import pytest
 
 from reconcile import GVK, Forbidden, Invalid, apply_json_patch
 from reconcile.jsonpatch import create_json_patch
-from reconcile.store import Obj
+from reconcile.objects import Obj
 from reconcile.webhook import (
     AdmissionError,
     AdmissionRequest,

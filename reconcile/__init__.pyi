@@ -197,6 +197,7 @@ from reconcile.ratelimiter import ItemFastSlowRateLimiter as ItemFastSlowRateLim
 from reconcile.ratelimiter import MaxOfRateLimiter as MaxOfRateLimiter
 from reconcile.ratelimiter import RateLimiter as RateLimiter
 from reconcile.ratelimiter import default_controller_rate_limiter as default_controller_rate_limiter
+from reconcile.reconciler import ExpectedError as ExpectedError
 from reconcile.reconciler import Reconciler as Reconciler
 from reconcile.reconciler import ReconcilerFunc as ReconcilerFunc
 from reconcile.reconciler import Request as Request

@@ -7,9 +7,11 @@ source and waits until all synced (bounded by ``cache_sync_timeout``; a failure 
 controller run on its own warms itself up. Sources watched after start begin at once, and one that
 cannot start or sync is logged without stopping the controller. Per request, in order: an exception
 requeues it with the rate limiter's per-key backoff (the worker lives on); a ``TerminalError`` is
-recorded and not retried; ``Result(requeue_after=s)`` forgets the backoff and looks again in ``s``
-seconds; anything else forgets the backoff. Retries and requeues keep the priority the key was
-queued with. One key is never reconciled by two workers at once.
+recorded and not retried; an ``ExpectedError`` or an apiserver's refusal is logged in one line,
+and at debug level while the key keeps failing the same way (``REPEAT_LOG_INTERVAL``), any other
+exception with its traceback; ``Result(requeue_after=s)`` forgets the backoff and looks again
+in ``s`` seconds; anything else forgets the backoff. Retries and requeues keep the priority the
+key was queued with. One key is never reconciled by two workers at once.
 
 Stopping (cancellation of ``run()``): no worker takes another key, however many are queued; the
 reconciles in flight get ``graceful_shutdown_timeout`` (cut short by the manager's grace period on
@@ -35,6 +37,7 @@ from reconcile.grace import bounded_grace
 from reconcile.metrics import ControllerMetrics, WorkQueueMetrics
 from reconcile.ratelimiter import RateLimiter
 from reconcile.reconciler import (
+    ExpectedError,
     Reconciler,
     ReconcilerFunc,
     Request,
@@ -47,12 +50,16 @@ from reconcile.workqueue import LOW_PRIORITY, QueueShutDown, WorkQueue
 
 __all__ = [
     "DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT",
+    "REPEAT_LOG_INTERVAL",
     "Controller",
     "ControllerOptions",
     "SourceSyncError",
 ]
 
 DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Final = 30.0
+REPEAT_LOG_INTERVAL: Final = 300.0
+"""Seconds a key failing again with the same error is logged at debug level, after one warning."""
+_REPEATS_REMEMBERED: Final = 10_000
 
 # Python's counterparts of a Go panic (nil dereference, index out of range, bad conversion):
 # counted as panics as well as errors.
@@ -68,6 +75,27 @@ _PANICS: Final = (
 )
 
 log = structlog.get_logger("reconcile.controller")
+
+
+class _Repeats:
+    """The last failure logged per key, so a failure repeating on every retry is logged once."""
+
+    def __init__(self) -> None:
+        self._last: dict[Request, tuple[str, float]] = {}
+
+    def is_news(self, request: Request, failure: str) -> bool:
+        """Whether ``failure`` of ``request`` deserves a warning, remembering it if so."""
+        now = time.monotonic()
+        seen = self._last.get(request)
+        if seen is not None and seen[0] == failure and now - seen[1] < REPEAT_LOG_INTERVAL:
+            return False
+        if seen is None and len(self._last) >= _REPEATS_REMEMBERED:
+            del self._last[next(iter(self._last))]  # the oldest: a bound, not a cache
+        self._last[request] = (failure, now)
+        return True
+
+    def forget(self, request: Request) -> None:
+        self._last.pop(request, None)
 
 
 class SourceSyncError(RuntimeError):
@@ -119,6 +147,7 @@ class Controller:
         self._sources: list[Source] = []
         self._group: TaskGroup | None = None
         self._warming = False
+        self._repeats = _Repeats()
         self._synced = anyio.Event()
 
     def watch(self, source: Source) -> None:
@@ -258,19 +287,28 @@ class Controller:
             result = await self._call(request)
         except TerminalError as error:
             self.queue.forget(request)
+            self._repeats.forget(request)
             self.metrics.result("error", terminal=True)
             log.error("reconcile failed terminally, not retrying", error=str(error))
-        except ApiError as error:
-            # The apiserver's answer says it all (a Conflict is routine); no traceback needed.
+        except (ExpectedError, ApiError) as error:
+            # Foreseen, or the apiserver's answer says it all (a Conflict is routine): one line.
             self.queue.add_rate_limited(request, priority=priority)
             self.metrics.result("error")
-            log.warning("reconcile failed, requeued with backoff", error=str(error))
+            self._log_expected(request, error)
         except Exception as error:
             self.queue.add_rate_limited(request, priority=priority)
             self.metrics.result("error", panic=isinstance(error, _PANICS))
             log.exception("reconcile failed, requeued with backoff")
         else:
             self._handle_result(request, result, priority)
+
+    def _log_expected(self, request: Request, error: ExpectedError | ApiError) -> None:
+        reason = error.reason or type(error).__name__
+        message = str(error)
+        news = self._repeats.is_news(request, f"{reason}: {message}")
+        (log.warning if news else log.debug)(
+            "reconcile failed, requeued with backoff", reason=reason, error=message
+        )
 
     async def _call(self, request: Request) -> Result | None:
         timeout = self.options.reconcile_timeout
@@ -281,6 +319,7 @@ class Controller:
 
     def _handle_result(self, request: Request, result: Result | None, priority: int) -> None:
         self.queue.forget(request)
+        self._repeats.forget(request)
         if result is not None and result.requeue_after is not None and result.requeue_after > 0:
             self.queue.add_after(request, result.requeue_after, priority=priority)
             self.metrics.result("requeue_after")

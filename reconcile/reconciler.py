@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
-__all__ = ["Reconciler", "ReconcilerFunc", "Request", "Result", "TerminalError", "as_reconciler"]
+__all__ = [
+    "ExpectedError",
+    "Reconciler",
+    "ReconcilerFunc",
+    "Request",
+    "Result",
+    "TerminalError",
+    "as_reconciler",
+]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -45,6 +53,20 @@ class Result:
 
 class TerminalError(Exception):
     """A failure retrying will not fix; the controller records it and does not requeue."""
+
+
+class ExpectedError(Exception):
+    """A failure that is the world's state, not a bug: retried with backoff, logged in one line.
+
+    Raise it (or a subclass naming its ``reason``) for what a reconciler foresaw and reported
+    where users look (a condition, an Event): a member out of reach, an object someone else
+    owns, input a webhook refused. The controller logs its reason and message without a
+    traceback, and a key failing the same way again only at debug level for a while; any other
+    exception is a bug and is logged with its traceback.
+    """
+
+    reason: ClassVar[str] = "ReconcileFailed"
+    """A CamelCase word for the failure, as a condition's reason."""
 
 
 @runtime_checkable

@@ -45,6 +45,7 @@ from reconcile import (
     GVK,
     CachedClient,
     EventRecorder,
+    ExpectedError,
     NoKindMatch,
     NotFound,
     add_finalizer,
@@ -89,8 +90,10 @@ def _reference(binding: Obj) -> ObjectRef | None:
         return None
 
 
-class ClaimsRemain(Exception):
+class ClaimsRemain(ExpectedError):
     """A deleted policy's claims are not all released yet (other replicas hold some)."""
+
+    reason = "ClaimsRemain"
 
 
 class PolicyReconciler:

@@ -55,6 +55,7 @@ from reconcile import (
     AlreadyExists,
     CachedClient,
     EventRecorder,
+    ExpectedError,
     NotFound,
     Preconditions,
     controller_of,
@@ -77,8 +78,10 @@ log = structlog.get_logger("controllers.detector")
 Obj = dict[str, Any]
 
 
-class BindingOwnedElsewhere(RuntimeError):
+class BindingOwnedElsewhere(ExpectedError):
     """The template's binding is controlled by another object (e.g. a deleted earlier template)."""
+
+    reason = "BindingOwnedElsewhere"
 
 
 async def _get(client: CachedClient, gvk: GVK, namespace: str, name: str) -> Obj | None:

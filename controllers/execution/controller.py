@@ -105,6 +105,7 @@ from reconcile import (
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
+    ExpectedError,
     Finalizers,
     NoKindMatch,
     NotFound,
@@ -171,16 +172,22 @@ SYNC_FAILED: Final = "SyncFailed"
 SYNC_SUCCEEDED: Final = "SyncSucceed"
 
 
-class MemberUnavailable(RuntimeError):
+class MemberUnavailable(ExpectedError):
     """The Work's member cannot be written to now (not connected, not Ready, no Cluster)."""
 
+    reason = "MemberUnavailable"
 
-class ApplyFailed(RuntimeError):
+
+class ApplyFailed(ExpectedError):
     """Some manifests of a Work were not applied; the Applied condition has the details."""
 
+    reason = "AppliedFailed"  # the Applied condition's, as Karmada's execution controller sets it
 
-class ConflictAborted(RuntimeError):
+
+class ConflictAborted(ExpectedError):
     """The member object exists, is not managed by Karmada, and the Work may not take it over."""
+
+    reason = "ConflictAborted"
 
 
 class _Malformed(ValueError):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from reconcile import GVK, Quantity, QuantityError
+from reconcile import GVK, ExpectedError, Quantity, QuantityError
 
 __all__ = [
     "AggregatedStatusItem",
@@ -74,8 +74,10 @@ class ResourceHealth(StrEnum):
     UNKNOWN = "Unknown"
 
 
-class InterpreterError(Exception):
-    """An object could not be interpreted."""
+class InterpreterError(ExpectedError):
+    """An object could not be interpreted (a customization or webhook failed or refused)."""
+
+    reason = "InterpretationFailed"
 
 
 class NotSupported(InterpreterError):

@@ -8,7 +8,7 @@ no controller. Each call has two limits on its time: the sandbox's instruction h
 ``timeout`` seconds (the fast path: the worker lives on), and the pool kills the worker at
 ``timeout + KILL_GRACE`` when the hook could not (C loops in string patterns); a worker that dies
 (a C stack overflow, the address-space cap) fails only the call it was running. Lua's heap is
-capped at ``max_memory`` per script, a result at ``sandbox.MAX_RESULT_NODES`` values.
+capped at ``max_memory`` per script, a result at ``wire.MAX_RESULT_NODES`` values.
 
 Every failure is a ``LuaError`` subclass naming the script (``<customization>/<rule>``) and, for a
 limit, the limit: ``LuaSyntaxError``, ``LuaRuntimeError``, ``LuaReturnTypeError``, ``LuaTimeout``,

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import importlib.util
 import itertools
 import json
 import math
@@ -49,11 +50,10 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-import lupa  # type: ignore[import-untyped]
 import orjson
 
 import controllers
-from controllers.interpreter.sandbox import MAX_RESULT_BYTES, MAX_RESULT_NODES, dumps, loads
+from controllers.interpreter.wire import MAX_RESULT_BYTES, MAX_RESULT_NODES, dumps, loads
 from controllers.interpreter.worker import HEADER
 
 __all__ = [
@@ -203,11 +203,17 @@ class WorkerFailure(Exception):
 def _import_roots() -> list[str]:
     """Where the worker finds lupa, orjson and this repository (it runs with ``-I -S``)."""
     roots: list[str] = []
-    for module in (controllers, lupa, orjson):
-        root = str(Path(module.__file__ or "").resolve().parent.parent)
+    for origin in (controllers.__file__, _origin("lupa"), orjson.__file__):
+        root = str(Path(origin or "").resolve().parent.parent)
         if root not in roots:
             roots.append(root)
     return roots
+
+
+def _origin(package: str) -> str | None:
+    # Found, not imported: the Lua runtime is the workers' to load, not the parent's.
+    spec = importlib.util.find_spec(package)
+    return spec.origin if spec is not None else None
 
 
 def _asyncio_loop() -> asyncio.AbstractEventLoop | None:

@@ -30,31 +30,17 @@ each time in JSON).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import lupa.lua51 as lua51  # type: ignore[import-untyped]
-import orjson
 
 from controllers.interpreter import empties, kube
+from controllers.interpreter.wire import MAX_RESULT_BYTES, MAX_RESULT_NODES, dumps
 
-__all__ = [
-    "MAX_RESULT_BYTES",
-    "MAX_RESULT_NODES",
-    "Sandbox",
-    "SandboxError",
-    "dumps",
-    "loads",
-]
-
-MAX_RESULT_NODES: Final = 100_000
-"""Values (tables, strings, numbers...) one result may hold; a shared table counts per reference."""
-
-MAX_RESULT_BYTES: Final = 16 * 2**20
-"""Bytes of text (strings, keys, untouched input objects as JSON) one result may hold."""
+__all__ = ["Sandbox", "SandboxError"]
 
 _HOOK_INSTRUCTIONS: Final = 10_000  # clock checks are ~1% of the work, a stop lands within ~1 ms
 _MAX_DEPTH: Final = 100
@@ -238,30 +224,6 @@ class SandboxError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-def dumps(value: Any) -> bytes:
-    """JSON for a pipe: orjson (tagged ``o``), or the stdlib for integers past 64 bits (``j``).
-
-    Raises:
-        TypeError, ValueError, RecursionError: the value has no JSON form or is nested too deeply.
-    """
-    try:
-        return b"o" + orjson.dumps(value)
-    except TypeError as err:
-        if "64-bit" not in str(err):
-            raise
-    return b"j" + json.dumps(value, allow_nan=False, separators=(",", ":")).encode()
-
-
-def loads(data: bytes | memoryview) -> Any:
-    """Decode what ``dumps`` wrote. Raises: ValueError: not such a message."""
-    tag, body = bytes(data[:1]), data[1:]
-    if tag == b"o":
-        return orjson.loads(body)
-    if tag == b"j":
-        return json.loads(bytes(body))
-    raise ValueError(f"not an interpreter message (tag {tag!r})")
 
 
 class _Unconvertible(Exception):

@@ -7,7 +7,7 @@ imports ``sandbox`` (whose ``kube`` library takes only ``reconcile``'s stdlib-on
 GVKs: ``reconcile`` loads its names lazily, so the worker starts in tens of milliseconds, not the
 framework's second) and answers requests on its stdin/stdout until stdin closes.
 
-Messages are length-prefixed (4 bytes, little-endian) JSON from ``sandbox.dumps``; each request gets
+Messages are length-prefixed (4 bytes, little-endian) JSON from ``wire.dumps``; each request gets
 one reply::
 
     ["load", id, source, function, timeout, max_memory] → ["ok", null] | ["error", kind, message]
@@ -66,9 +66,10 @@ class _Server:
     """The request loop: scripts by id, least recently used first."""
 
     def __init__(self, requests: int, replies: int) -> None:
-        from controllers.interpreter import sandbox
+        from controllers.interpreter import sandbox, wire
 
         self.sandbox = sandbox
+        self.wire = wire
         self.requests = requests
         self.replies = replies
         self.scripts: OrderedDict[int, Any] = OrderedDict()
@@ -76,9 +77,9 @@ class _Server:
 
     def send(self, message: Any) -> None:
         try:
-            body = self.sandbox.dumps(message)
+            body = self.wire.dumps(message)
         except (TypeError, ValueError, RecursionError) as err:
-            body = self.sandbox.dumps(["error", "return", f"the result has no JSON form: {err}"])
+            body = self.wire.dumps(["error", "return", f"the result has no JSON form: {err}"])
         data = HEADER.pack(len(body)) + body
         while data:
             data = data[os.write(self.replies, data) :]
@@ -92,9 +93,7 @@ class _Server:
                 if size > MAX_FRAME:
                     raise SystemExit(f"interpreter worker: a {size}-byte request is too long")
                 if len(buffer) >= HEADER.size + size:
-                    request = self.sandbox.loads(
-                        memoryview(buffer)[HEADER.size : HEADER.size + size]
-                    )
+                    request = self.wire.loads(memoryview(buffer)[HEADER.size : HEADER.size + size])
                     del buffer[: HEADER.size + size]
                     return request
             chunk = os.read(self.requests, 1 << 16)

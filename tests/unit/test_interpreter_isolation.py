@@ -36,7 +36,7 @@ from controllers.interpreter import (
     WorkerPool,
 )
 from controllers.interpreter.pool import DEFAULT_WORKER_MEMORY, MAX_REPLY, WorkerFailure, _Worker
-from controllers.interpreter.sandbox import MAX_RESULT_NODES
+from controllers.interpreter.wire import MAX_RESULT_NODES
 from controllers.interpreter.worker import HEADER
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")

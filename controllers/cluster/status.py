@@ -21,10 +21,11 @@ Event) once that is near or past (``expiry``), absent while the expiry is unknow
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import anyio
 import orjson
@@ -46,6 +47,8 @@ from controllers.cluster.lease import renew_cluster_lease
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
 from controllers.cluster.taints import NOT_READY_TAINT, UNREACHABLE_TAINT, has_taint
+from controllers.duration import parse_duration
+from controllers.flags import FlagSet
 from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
@@ -115,6 +118,42 @@ class ClusterStatusOptions:
             raise ValueError(f"update frequency must be positive, got {self.update_frequency}")
         if self.failure_threshold < 0 or self.success_threshold < 0:
             raise ValueError("cluster success and failure thresholds must not be negative")
+
+    @classmethod
+    def add_flags(cls, flags: FlagSet) -> None:
+        """Register ``--cluster-status-update-frequency`` and the two thresholds."""
+        defaults = cls()
+        flags.add_argument(
+            "--cluster-status-update-frequency",
+            type=parse_duration,
+            default=defaults.update_frequency,
+            help="how often each member is probed (default 10s)",
+        )
+        flags.add_argument(
+            "--cluster-failure-threshold",
+            type=parse_duration,
+            default=defaults.failure_threshold,
+            help="how long a member must fail its probes before it is not Ready (default 30s)",
+        )
+        flags.add_argument(
+            "--cluster-success-threshold",
+            type=parse_duration,
+            default=defaults.success_threshold,
+            help="how long a member must pass its probes before it is Ready again (default 30s)",
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """The options ``add_flags``' flags set.
+
+        Raises:
+            ValueError: as the constructor.
+        """
+        return cls(
+            update_frequency=args.cluster_status_update_frequency,
+            failure_threshold=args.cluster_failure_threshold,
+            success_threshold=args.cluster_success_threshold,
+        )
 
 
 @dataclass(frozen=True)

@@ -179,14 +179,11 @@ def setup(context: Context) -> None:
     )
     for name, reconciler in (("customization", customizations), ("webhook", webhooks)):
         builder = (
-            controller_managed_by(context.manager)
-            .for_(reconciler.gvk)
-            .named(f"interpreter-{name}")
-            # Sharded, every replica's own controllers ask the interpreter.
-            .with_options(context.workers())
+            controller_managed_by(context.manager).for_(reconciler.gvk).named(f"interpreter-{name}")
         )
         if reconciler is customizations:
             builder.watches(Channel(quarantines.receive, EnqueueRequestForObject()))
-        builder.complete(reconciler)
+        # Sharded, every replica's own controllers ask the interpreter: all of it, unguarded.
+        context.complete(builder, reconciler, sharded_by=None)
     context.manager.add(lambda: _close_webhooks_on_stop(context.interpreter), leader_only=False)
     context.manager.add(quarantines.listen_until_stopped, leader_only=False)

@@ -335,16 +335,15 @@ def setup(
         skipped=skipped_patterns(skipped_namespaces),
     )
     namespaces = _Namespaces(manager.client)
-    (
+    builder = (
         controller_managed_by(manager)
         .named(NAME)
         .for_(NAMESPACE_GVK)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(namespaces.for_cluster), _created)
         .watches(CLUSTER_OVERRIDE_POLICY_GVK, EnqueueRequestsFromMapFunc(namespaces.for_policy))
         .watches(WORK_GVK, EnqueueRequestsFromMapFunc(_namespace_of_work), _deleted_or_created)
-        .with_options(context.workers())
-        .complete(context.guard(NAMESPACE_GVK, reconciler))
     )
+    context.complete(builder, reconciler, sharded_by=NAMESPACE_GVK)
 
 
 def _deleted_or_created(event: Event) -> bool:

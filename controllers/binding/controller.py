@@ -65,7 +65,7 @@ from controllers.api import (
 from controllers.binding.names import binding_id_label, binding_id_of
 from controllers.binding.overrides import OverrideError
 from controllers.binding.workload import build_work, build_workload
-from controllers.context import Context
+from controllers.context import BINDINGS, Context
 from controllers.eviction.preservation import injected_labels
 from controllers.eviction.task import purges_at_once
 from controllers.interpreter import Interpreter, InterpreterError, KindFilter, NotSupported
@@ -77,7 +77,6 @@ from reconcile import (
     AlreadyExists,
     CachedClient,
     Conflict,
-    ControllerOptions,
     EnqueueRequestForObject,
     EnqueueRequestsFromMapFunc,
     Event,
@@ -591,7 +590,7 @@ def setup(context: Context) -> None:
         manager.cache.index_field(gvk, BINDING_RESOURCE_INDEX, binding_resource_kind)
     index = _BindingIndex([manager.cache.get_informer(gvk) for gvk in kinds])
     policies = EnqueueRequestsFromMapFunc(index.for_policy)
-    controller = (
+    builder = (
         controller_managed_by(manager)
         .named(BINDING_CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, binding_changed)
@@ -600,10 +599,9 @@ def setup(context: Context) -> None:
         .watches(OVERRIDE_POLICY_GVK, policies)
         .watches(CLUSTER_OVERRIDE_POLICY_GVK, policies)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(index.for_cluster), _cluster_spec_changed)
-        # Karmada's --concurrent-resourcebinding-syncs: one worker capped a bulk at ~7 bindings/s.
-        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=5)))
-        .complete(context.guard_bindings(reconciler))
     )
+    # Karmada's --concurrent-resourcebinding-syncs: one worker capped a bulk at ~7 bindings/s.
+    controller = context.complete(builder, reconciler, sharded_by=BINDINGS, workers=5)
 
     def reinterpret(kinds: KindFilter) -> None:
         # ReviseReplica or Retain may answer differently now: build those Works again.

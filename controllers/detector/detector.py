@@ -36,7 +36,7 @@ from controllers.api import (
     RESOURCE_BINDING_GVK,
     is_reserved_namespace,
 )
-from controllers.context import Context
+from controllers.context import TEMPLATES, Context
 from controllers.detector.discovery import (
     DEFAULT_DISCOVERY_INTERVAL,
     TEMPLATE_VERBS,
@@ -52,7 +52,6 @@ from controllers.rbac import Permissions, Rule
 from reconcile import (
     GVK,
     Conflict,
-    ControllerOptions,
     EnqueueRequestsFromMapFunc,
     Event,
     EventHandler,
@@ -253,8 +252,7 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
     for gvk in (OVERRIDE_POLICY_GVK, CLUSTER_OVERRIDE_POLICY_GVK):
         # A template held back by dependentOverrides goes on once the override exists.
         builder.watches(gvk, waiting, _created)
-    options = context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-    reconciler = context.guard_templates(detector)
-    controller = builder.watches(detector.discovery).with_options(options).complete(reconciler)
+    builder.watches(detector.discovery)
+    controller = context.complete(builder, detector, sharded_by=TEMPLATES, workers=DEFAULT_WORKERS)
     detector.queue = controller.queue
     context.interpreter.subscribe(detector.reinterpret)

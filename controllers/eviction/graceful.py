@@ -31,7 +31,7 @@ from controllers.api import (
     binding_spec,
     binding_status,
 )
-from controllers.context import Context
+from controllers.context import BINDINGS, Context
 from controllers.eviction.task import PURGE_MODE_NEVER, timestamp
 from controllers.rbac import Permissions, Rule
 from reconcile import (
@@ -195,11 +195,10 @@ def setup(context: Context) -> None:
     reconciler = GracefulEvictionController(
         manager.client, context.failover.graceful_eviction_timeout
     )
-    (
+    builder = (
         controller_managed_by(manager)
         .named(CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, evicting)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), evicting)
-        .with_options(context.workers())
-        .complete(context.guard_bindings(reconciler))
     )
+    context.complete(builder, reconciler, sharded_by=BINDINGS)

@@ -229,4 +229,4 @@ def setup(context: Context) -> None:
     reconciler = TaintManager(manager.client, recorder, context.failover, informers)
     # Sharded, every replica evicts the bindings of its own shard (its binding informers).
     builder = controller_managed_by(manager).named(CONTROLLER_NAME).for_(CLUSTER_GVK)
-    builder.with_options(context.workers()).complete(reconciler)
+    context.complete(builder, reconciler, sharded_by=None)

@@ -101,7 +101,6 @@ from reconcile import (
     Cluster,
     Conflict,
     Controller,
-    ControllerOptions,
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
@@ -838,15 +837,16 @@ class ExecutionController:
 def setup_execution_controller(context: Context) -> ExecutionController:
     """Register the execution controller with the context's manager and return its reconciler."""
     reconciler = ExecutionController(context)
-    reconciler.watches.controller = (
+    builder = (
         controller_managed_by(context.manager)
         .for_(WORK_GVK, _work_changed)
         .watches(
             CLUSTER_GVK, EnqueueRequestsFromMapFunc(reconciler.works_of_cluster), _readiness_changed
         )
         .named(NAME)
-        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)))
-        .complete(context.guard(WORK_GVK, reconciler))
+    )
+    reconciler.watches.controller = context.complete(
+        builder, reconciler, sharded_by=WORK_GVK, workers=DEFAULT_WORKERS
     )
     context.members.on_connected(reconciler.member_connected)
     context.manager.cache.get_informer(WORK_GVK).add_event_handler(_WarmOnWork(reconciler))

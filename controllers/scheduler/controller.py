@@ -43,7 +43,7 @@ from controllers.api import (
     target_cluster_names,
     target_clusters,
 )
-from controllers.context import Context
+from controllers.context import BINDINGS, Context
 from controllers.rbac import Permissions, Rule
 from controllers.scheduler.assign import reschedule_requested
 from controllers.scheduler.scheduler import (
@@ -59,7 +59,6 @@ from reconcile import (
     GVK,
     CachedClient,
     Conflict,
-    ControllerOptions,
     EnqueueRequestForObject,
     EnqueueRequestsFromMapFunc,
     Event,
@@ -411,12 +410,11 @@ def setup(context: Context) -> None:
     # Status writes (ours and the status controller's) do not change the generation; a claim
     # added or removed (labels) decides whether the binding is scheduled at all.
     relevant = or_(generation_changed, labels_changed)
-    (
+    builder = (
         controller_managed_by(manager)
         .named(SCHEDULER_NAME)
         .for_(RESOURCE_BINDING_GVK, relevant)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), relevant)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(mapper), cluster_changed)
-        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)))
-        .complete(context.guard_bindings(reconciler))
     )
+    context.complete(builder, reconciler, sharded_by=BINDINGS, workers=DEFAULT_WORKERS)

@@ -44,7 +44,6 @@ from controllers.status.template import TemplateStatusWriter
 from reconcile import (
     GVK,
     CachedClient,
-    ControllerOptions,
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
@@ -244,7 +243,7 @@ def setup_binding_status_controllers(context: Context) -> list[BindingStatusCont
     reconcilers = []
     for kind in (BINDING, CLUSTER_BINDING):
         reconciler = BindingStatusController(context, kind)
-        (
+        builder = (
             controller_managed_by(context.manager)
             .for_(kind.gvk, _binding_changed)
             .watches(
@@ -253,10 +252,7 @@ def setup_binding_status_controllers(context: Context) -> list[BindingStatusCont
                 _work_status_changed,
             )
             .named(kind.name)
-            .with_options(
-                context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-            )
-            .complete(context.guard(kind.gvk, reconciler))
         )
+        context.complete(builder, reconciler, sharded_by=kind.gvk, workers=DEFAULT_WORKERS)
         reconcilers.append(reconciler)
     return reconcilers

@@ -32,7 +32,7 @@ from controllers.interpreter.facade import Interpreter
 from controllers.interpreter.pool import WorkerPool
 from controllers.interpreter.types import InterpreterError, LuaBusy
 from controllers.interpreter.webhook import WebhookBackend
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, cache
 from reconcile import (
     GVK,
     Channel,
@@ -50,11 +50,10 @@ QUARANTINED_REASON: Final = "Quarantined"
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("config.karmada.io",),
-            ("resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations"),
-            ("list", "watch"),
-            "its cache",
+        cache(
+            "config.karmada.io",
+            "resourceinterpretercustomizations",
+            "resourceinterpreterwebhookconfigurations",
         ),
     )
 )

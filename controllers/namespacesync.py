@@ -58,7 +58,7 @@ from controllers.binding import (
 )
 from controllers.binding.workload import record_managed_keys
 from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -102,17 +102,12 @@ SYNC_FAILED_REASON: Final = "SyncNamespaceFailed"
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("",), ("namespaces",), ("list", "watch"), "its cache"),
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("", "namespaces"),
+        cache("work.karmada.io", "works"),
         Rule(("work.karmada.io",), ("works",), ("get",), "a live read after AlreadyExists"),
         Rule(("work.karmada.io",), ("works",), ("create", "update", "delete"), "the Works"),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
-        Rule(
-            ("policy.karmada.io",),
-            ("clusteroverridepolicies",),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("cluster.karmada.io", "clusters"),
+        cache("policy.karmada.io", "clusteroverridepolicies"),
     )
 )
 """What the namespace sync controller does on the host (see controllers.rbac)."""

@@ -1,11 +1,12 @@
 """Rbac is the host access each controller declares it needs, and what a set of manifests grants.
 
 Every controller's module declares ``PERMISSIONS``: the API requests its code makes on the host
-cluster, as ``Rule``s (cache reads are ``list`` + ``watch``, live reads ``get``, then the verbs it
-writes with, status subresources, a namespace for what only a Role grants), plus the verbs it uses
-on resource templates (``Permissions.templates``, and on their status for the kinds whose status
-it aggregates), which apply to whichever kinds the host lets it propagate. ``MANAGER`` holds what
-the framework itself needs (Events, the leader Lease, the metrics server's reviews).
+cluster, as ``Rule``s (cache reads are ``list`` + ``watch``, written ``cache(group, *resources)``,
+live reads ``get``, then the verbs it writes with, status subresources, a namespace for what only
+a Role grants), plus the verbs it uses on resource templates (``Permissions.templates``, and on
+their status for the kinds whose status it aggregates), which apply to whichever kinds the host
+lets it propagate. ``MANAGER`` holds what the framework itself needs (Events, the leader Lease,
+the metrics server's reviews).
 ``required(controllers)`` gathers the declarations as ``Grant``s; ``granted(manifests, account)``
 computes, from RBAC manifests, what a ServiceAccount may do (aggregated ClusterRoles filled as
 kube-controller-manager fills them) — the unit tests compare the two for
@@ -38,6 +39,7 @@ __all__ = [
     "Rule",
     "TemplateKind",
     "aggregated_rules",
+    "cache",
     "declared",
     "granted",
     "problems",
@@ -91,6 +93,12 @@ class Rule:
                 for verb in self.verbs:
                     for name in self.names or ("",):
                         yield Grant(self.namespace, group, resource, verb, name)
+
+
+def cache(group: str, *resources: str, why: str = "its cache") -> Rule:
+    """What an informer on ``resources`` of API ``group`` needs: ``list`` and ``watch`` (every
+    controller's cached reads, so written once here)."""
+    return Rule((group,), resources, ("list", "watch"), why)
 
 
 @dataclass(frozen=True)

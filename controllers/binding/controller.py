@@ -70,7 +70,7 @@ from controllers.eviction.preservation import injected_labels
 from controllers.eviction.task import purges_at_once
 from controllers.interpreter import Interpreter, InterpreterError, KindFilter, NotSupported
 from controllers.permittedkinds import Denial, PermittedKinds
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     NAMESPACE_INDEX,
@@ -118,12 +118,7 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),
@@ -136,16 +131,11 @@ PERMISSIONS: Final = Permissions(
             ("update",),
             "WorksSynced",
         ),
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("work.karmada.io", "works"),
         Rule(("work.karmada.io",), ("works",), ("get",), "a live read after AlreadyExists"),
         Rule(("work.karmada.io",), ("works",), ("create", "update", "delete"), "the Works"),
-        Rule(
-            ("policy.karmada.io",),
-            ("overridepolicies", "clusteroverridepolicies"),
-            ("list", "watch"),
-            "its cache",
-        ),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("policy.karmada.io", "overridepolicies", "clusteroverridepolicies"),
+        cache("cluster.karmada.io", "clusters"),
     ),
     templates=("get",),
 )

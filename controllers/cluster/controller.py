@@ -43,7 +43,7 @@ from controllers.cluster.health import ClusterHealthOptions, HealthMonitor
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
 from controllers.cluster.taints import condition_taints, update_taints
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -84,7 +84,7 @@ MEMBER_SECRETS: Final = Rule(
 )
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
         Rule(
             ("cluster.karmada.io",),
             ("clusters",),

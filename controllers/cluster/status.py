@@ -49,7 +49,7 @@ from controllers.cluster.secrets import ClusterSecrets
 from controllers.cluster.taints import NOT_READY_TAINT, UNREACHABLE_TAINT, has_taint
 from controllers.duration import parse_duration
 from controllers.flags import FlagSet
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     Client,
@@ -82,7 +82,7 @@ DEFAULT_THRESHOLD: Final = 30.0
 PROBE_TIMEOUT: Final = 5.0
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
         Rule(("cluster.karmada.io",), ("clusters/status",), ("update",), "Ready and member facts"),
         MEMBER_SECRETS,
         Rule(

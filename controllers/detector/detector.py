@@ -48,7 +48,7 @@ from controllers.detector.matching import claim_of, spec_changed
 from controllers.detector.policies import ClaimsRemain, PolicyReconciler
 from controllers.detector.templates import BindingOwnedElsewhere, TemplateReconciler
 from controllers.interpreter import InterpreterError, KindFilter
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     Conflict,
@@ -96,10 +96,10 @@ _OVERRIDES: Final = ("overridepolicies", "clusteroverridepolicies")
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("policy.karmada.io",), _POLICIES, ("list", "watch"), "its cache"),
+        cache("policy.karmada.io", *_POLICIES),
         Rule(("policy.karmada.io",), _POLICIES, ("update",), "finalizer and permanent id"),
-        Rule(("policy.karmada.io",), _OVERRIDES, ("list", "watch"), "dependentOverrides"),
-        Rule(("work.karmada.io",), _BINDINGS, ("list", "watch"), "its cache"),
+        cache("policy.karmada.io", *_OVERRIDES, why="dependentOverrides"),
+        cache("work.karmada.io", *_BINDINGS),
         Rule(("work.karmada.io",), _BINDINGS, ("get",), "a live read after AlreadyExists"),
         Rule(("work.karmada.io",), _BINDINGS, ("create", "update", "delete"), "the bindings"),
         Rule(("work.karmada.io",), _BINDINGS, ("patch",), "a deleted policy's claim removed"),

@@ -44,7 +44,7 @@ from controllers.eviction.task import (
 )
 from controllers.eviction.unhealthy import UnhealthyTracker, toleration_of
 from controllers.interpreter import Interpreter, Operation
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     ApiError,
@@ -85,12 +85,7 @@ DEFAULT_PURGE_MODE: Final = PURGE_MODE_GRACIOUSLY
 """The purge mode of a policy that sets none (Karmada's CRD default)."""
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),

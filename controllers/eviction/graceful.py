@@ -33,7 +33,7 @@ from controllers.api import (
 )
 from controllers.context import BINDINGS, Context
 from controllers.eviction.task import PURGE_MODE_NEVER, timestamp
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     CachedClient,
@@ -59,12 +59,7 @@ __all__ = [
 CONTROLLER_NAME: Final = "graceful-eviction"
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),

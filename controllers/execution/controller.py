@@ -92,7 +92,7 @@ from controllers.execution.workstatus import (
     status_patch,
 )
 from controllers.interpreter import NotSupported
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     NAMESPACE_INDEX,
@@ -144,7 +144,7 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("work.karmada.io", "works"),
         Rule(("work.karmada.io",), ("works",), ("update",), "its finalizer"),
         Rule(
             ("work.karmada.io",),
@@ -153,7 +153,7 @@ PERMISSIONS: Final = Permissions(
             "a live read of the Work a conflicting member object names (sharded, not cached)",
         ),
         Rule(("work.karmada.io",), ("works/status",), ("patch",), "Applied, manifestStatuses"),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
     )
 )
 """What the execution controller does on the host; members are written with their own

@@ -44,7 +44,7 @@ from controllers.api import (
     target_clusters,
 )
 from controllers.context import BINDINGS, Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from controllers.scheduler.assign import reschedule_requested
 from controllers.scheduler.scheduler import (
     ScheduleResult,
@@ -102,12 +102,7 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),
@@ -126,7 +121,7 @@ PERMISSIONS: Final = Permissions(
             ("update",),
             "Scheduled, observed generation",
         ),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
     )
 )
 """What the scheduler does on the host (see controllers.rbac)."""

@@ -33,7 +33,7 @@ from controllers.api import (
     binding_status,
 )
 from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from controllers.status.aggregate import (
     FULLY_APPLIED_FAILED_MESSAGE,
     FULLY_APPLIED_SUCCESS_MESSAGE,
@@ -77,19 +77,14 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings/status", "clusterresourcebindings/status"),
             ("patch",),
             "aggregatedStatus, FullyApplied",
         ),
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("work.karmada.io", "works"),
     ),
     templates=("get",),
     template_status=("update",),

@@ -25,7 +25,7 @@ import argparse
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import orjson
@@ -65,6 +65,10 @@ from reconcile import (
     set_condition,
 )
 
+if TYPE_CHECKING:
+    # Only for the setup's signature: Context imports this package's options.
+    from controllers.context import Context
+
 __all__ = [
     "PERMISSIONS",
     "ClusterStatusController",
@@ -72,6 +76,7 @@ __all__ = [
     "Health",
     "clusters_ready",
     "probe",
+    "setup",
     "setup_cluster_status_controller",
 ]
 
@@ -366,6 +371,11 @@ def setup_cluster_status_controller(
     builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status")
     builder.watches(secrets).complete(reconciler)
     return reconciler
+
+
+def setup(context: Context) -> None:
+    """Set up the cluster status controller (the controller-manager's entry point)."""
+    setup_cluster_status_controller(context.manager, context.members, context.cluster_status)
 
 
 def cluster_schedulable(cluster: Mapping[str, Any]) -> bool:

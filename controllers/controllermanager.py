@@ -11,20 +11,18 @@ runs.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import structlog
 
+from controllers.catalog import CONTROLLER_MODULES, controller_module
 from controllers.cluster import (
     ClusterHealthOptions,
     ClusterStatusOptions,
     MemberOptions,
     MemberRegistry,
-    setup_cluster_controller,
-    setup_cluster_status_controller,
 )
 from controllers.context import Context
 from controllers.eviction.options import FailoverOptions
@@ -41,42 +39,17 @@ __all__ = ["CONTROLLERS", "DISABLED_BY_DEFAULT", "NOT_SHARDED", "build", "run_co
 Setup = Callable[[Context], None]
 
 
-def _cluster(context: Context) -> None:
-    setup_cluster_controller(context.manager, context.members, context.cluster_health)
-
-
-def _cluster_status(context: Context) -> None:
-    setup_cluster_status_controller(context.manager, context.members, context.cluster_status)
-
-
-def _lazy(target: str) -> Setup:
+def _lazy(name: str) -> Setup:
     # Imported on use: a controller-manager running a subset loads only what it runs.
-    module, _, function = target.partition(":")
-
     def setup(context: Context) -> None:
-        getattr(importlib.import_module(module), function)(context)
+        controller_module(name).setup(context)
 
     return setup
 
 
-CONTROLLERS: Final[Mapping[str, Setup]] = {
-    "cluster": _cluster,
-    "cluster-status": _cluster_status,
-    "interpreter-config": _lazy("controllers.interpreterconfig:setup"),
-    "detector": _lazy("controllers.detector:setup"),
-    "scheduler": _lazy("controllers.scheduler.controller:setup"),
-    "binding": _lazy("controllers.binding.controller:setup"),
-    "execution": _lazy("controllers.execution:setup"),
-    "status": _lazy("controllers.status:setup"),
-    "workload-rebalancer": _lazy("controllers.workloadrebalancer:setup"),
-    "namespace": _lazy("controllers.namespacesync:setup"),
-    "dependencies-distributor": _lazy("controllers.dependencies:setup"),
-    "webhook": _lazy("controllers.webhook:setup"),
-    "cluster-taint-policy": _lazy("controllers.taint:setup"),
-    "taint-manager": _lazy("controllers.eviction.taintmanager:setup"),
-    "graceful-eviction": _lazy("controllers.eviction.graceful:setup"),
-    "application-failover": _lazy("controllers.eviction.applicationfailover:setup"),
-}
+CONTROLLERS: Final[Mapping[str, Setup]] = {name: _lazy(name) for name in CONTROLLER_MODULES}
+"""Each controller's setup by name, from ``controllers.catalog`` (which ``controllers.rbac``
+reads for their permissions too)."""
 
 NOT_SHARDED: Final = frozenset({"dependencies-distributor"})
 """Controllers left out of a sharded controller-manager: an attached binding has its

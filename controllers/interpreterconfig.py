@@ -32,7 +32,7 @@ from controllers.interpreter.facade import Interpreter
 from controllers.interpreter.pool import WorkerPool
 from controllers.interpreter.types import InterpreterError, LuaBusy
 from controllers.interpreter.webhook import WebhookBackend
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, cache
 from reconcile import (
     GVK,
     Channel,
@@ -50,11 +50,10 @@ QUARANTINED_REASON: Final = "Quarantined"
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("config.karmada.io",),
-            ("resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations"),
-            ("list", "watch"),
-            "its cache",
+        cache(
+            "config.karmada.io",
+            "resourceinterpretercustomizations",
+            "resourceinterpreterwebhookconfigurations",
         ),
     )
 )
@@ -179,14 +178,11 @@ def setup(context: Context) -> None:
     )
     for name, reconciler in (("customization", customizations), ("webhook", webhooks)):
         builder = (
-            controller_managed_by(context.manager)
-            .for_(reconciler.gvk)
-            .named(f"interpreter-{name}")
-            # Sharded, every replica's own controllers ask the interpreter.
-            .with_options(context.workers())
+            controller_managed_by(context.manager).for_(reconciler.gvk).named(f"interpreter-{name}")
         )
         if reconciler is customizations:
             builder.watches(Channel(quarantines.receive, EnqueueRequestForObject()))
-        builder.complete(reconciler)
+        # Sharded, every replica's own controllers ask the interpreter: all of it, unguarded.
+        context.complete(builder, reconciler, sharded_by=None)
     context.manager.add(lambda: _close_webhooks_on_stop(context.interpreter), leader_only=False)
     context.manager.add(quarantines.listen_until_stopped, leader_only=False)

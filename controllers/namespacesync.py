@@ -58,7 +58,7 @@ from controllers.binding import (
 )
 from controllers.binding.workload import record_managed_keys
 from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -102,17 +102,12 @@ SYNC_FAILED_REASON: Final = "SyncNamespaceFailed"
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("",), ("namespaces",), ("list", "watch"), "its cache"),
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("", "namespaces"),
+        cache("work.karmada.io", "works"),
         Rule(("work.karmada.io",), ("works",), ("get",), "a live read after AlreadyExists"),
         Rule(("work.karmada.io",), ("works",), ("create", "update", "delete"), "the Works"),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
-        Rule(
-            ("policy.karmada.io",),
-            ("clusteroverridepolicies",),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("cluster.karmada.io", "clusters"),
+        cache("policy.karmada.io", "clusteroverridepolicies"),
     )
 )
 """What the namespace sync controller does on the host (see controllers.rbac)."""
@@ -335,16 +330,15 @@ def setup(
         skipped=skipped_patterns(skipped_namespaces),
     )
     namespaces = _Namespaces(manager.client)
-    (
+    builder = (
         controller_managed_by(manager)
         .named(NAME)
         .for_(NAMESPACE_GVK)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(namespaces.for_cluster), _created)
         .watches(CLUSTER_OVERRIDE_POLICY_GVK, EnqueueRequestsFromMapFunc(namespaces.for_policy))
         .watches(WORK_GVK, EnqueueRequestsFromMapFunc(_namespace_of_work), _deleted_or_created)
-        .with_options(context.workers())
-        .complete(context.guard(NAMESPACE_GVK, reconciler))
     )
+    context.complete(builder, reconciler, sharded_by=NAMESPACE_GVK)
 
 
 def _deleted_or_created(event: Event) -> bool:

@@ -1,7 +1,8 @@
 """Rbac is the host access each controller declares it needs, and what a set of manifests grants.
 
-Every controller's module declares ``PERMISSIONS``: the API requests its code makes on the host
-cluster, as ``Rule``s (cache reads are ``list`` + ``watch``, live reads ``get``, then the verbs it
+Every controller's module (``controllers.catalog`` lists them) declares ``PERMISSIONS`` beside its
+``setup``: the API requests its code makes on the host cluster, as ``Rule``s (cache reads are
+``list`` + ``watch``, written ``cache(group, *resources)``, live reads ``get``, then the verbs it
 writes with, status subresources, a namespace for what only a Role grants), plus the verbs it uses
 on resource templates (``Permissions.templates``, and on their status for the kinds whose status
 it aggregates), which apply to whichever kinds the host lets it propagate. ``MANAGER`` holds what
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from controllers.api import KARMADA_SYSTEM_NAMESPACE
+from controllers.catalog import CONTROLLER_MODULES
 from controllers.interpreter.native_status import AGGREGATE
 from reconcile import selector_from_label_selector
 
@@ -38,6 +40,7 @@ __all__ = [
     "Rule",
     "TemplateKind",
     "aggregated_rules",
+    "cache",
     "declared",
     "granted",
     "problems",
@@ -91,6 +94,12 @@ class Rule:
                 for verb in self.verbs:
                     for name in self.names or ("",):
                         yield Grant(self.namespace, group, resource, verb, name)
+
+
+def cache(group: str, *resources: str, why: str = "its cache") -> Rule:
+    """What an informer on ``resources`` of API ``group`` needs: ``list`` and ``watch`` (every
+    controller's cached reads, so written once here)."""
+    return Rule((group,), resources, ("list", "watch"), why)
 
 
 @dataclass(frozen=True)
@@ -176,27 +185,9 @@ MANAGER: Final = Permissions(
 )
 """What the manager needs whichever controllers run (deploy/ runs it with --leader-elect)."""
 
-_DECLARATIONS: Final[Mapping[str, str]] = {
-    "cluster": "controllers.cluster.controller:PERMISSIONS",
-    "cluster-status": "controllers.cluster.status:PERMISSIONS",
-    "interpreter-config": "controllers.interpreterconfig:PERMISSIONS",
-    "detector": "controllers.detector.detector:PERMISSIONS",
-    "scheduler": "controllers.scheduler.controller:PERMISSIONS",
-    "binding": "controllers.binding.controller:PERMISSIONS",
-    "execution": "controllers.execution.controller:PERMISSIONS",
-    "status": "controllers.status.binding:PERMISSIONS",
-    "workload-rebalancer": "controllers.workloadrebalancer.controller:PERMISSIONS",
-    "namespace": "controllers.namespacesync:PERMISSIONS",
-    "dependencies-distributor": "controllers.dependencies.distributor:PERMISSIONS",
-    "webhook": "controllers.webhook:PERMISSIONS",
-    "cluster-taint-policy": "controllers.taint.controller:PERMISSIONS",
-    "taint-manager": "controllers.eviction.taintmanager:PERMISSIONS",
-    "graceful-eviction": "controllers.eviction.graceful:PERMISSIONS",
-    "application-failover": "controllers.eviction.applicationfailover:PERMISSIONS",
-    "sharding": "controllers.sharding:PERMISSIONS",
-}
-# Names as controllers.controllermanager.CONTROLLERS (and "sharding", what --shards adds);
-# imported on use, as there.
+_DECLARATIONS: Final[Mapping[str, str]] = {**CONTROLLER_MODULES, "sharding": "controllers.sharding"}
+# The modules the controller-manager sets up (controllers.catalog), and "sharding", what --shards
+# adds; each has PERMISSIONS, imported on use, as there.
 
 
 def declared(controllers: Iterable[str] | None = None) -> dict[str, Permissions]:
@@ -209,8 +200,7 @@ def declared(controllers: Iterable[str] | None = None) -> dict[str, Permissions]
     for name in list(controllers or _DECLARATIONS):
         if name not in _DECLARATIONS:
             raise ValueError(f"unknown controller {name!r} (known: {', '.join(_DECLARATIONS)})")
-        module, _, constant = _DECLARATIONS[name].partition(":")
-        found[name] = getattr(importlib.import_module(module), constant)
+        found[name] = importlib.import_module(_DECLARATIONS[name]).PERMISSIONS
     return found
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from controllers.api import (
@@ -42,6 +41,7 @@ from controllers.api import (
 from controllers.api.names import KARMADA_SYSTEM_NAMESPACE
 from controllers.binding.names import binding_name
 from controllers.rbac import Permissions, Rule
+from controllers.shardingoptions import LEADER_WEIGHT, ShardingOptions
 from reconcile import GVK, Manager, Reconciler, ReconcilerFunc, Request
 from reconcile.sharding import (
     KeyFunc,
@@ -50,7 +50,6 @@ from reconcile.sharding import (
     ShardAssigner,
     ShardedKind,
     Sharder,
-    check_shard_name,
 )
 
 __all__ = [
@@ -73,13 +72,6 @@ labelled first, then its binding, then its template, so the replica taking it ov
 reconciles a binding without its Works (its aggregated status would drop a member until they
 arrived) or a template without its binding (the detector would try to create it again)."""
 NAMESPACE: Final = GVK("", "v1", "Namespace")
-LEADER_WEIGHT: Final = 0.85
-"""The leader's shard's share of the keys, against 1 for each other replica (``--shard-leader-
-weight``). Its sharder keeps a slim view of every object of the ring, about 1 KB per object; a
-template costs the replica that owns it 16-17 KB (template, binding, Works). Measured by
-bench.shardedpropagation at 10,000 templates and N = 2: at 0.85 the leader's and the other's
-cache parts were 154 and 156 MiB; at 0.4, 116 and 180 (docs/benchmarks.md)."""
-
 PERMISSIONS: Final = Permissions(
     rules=(
         Rule(
@@ -99,36 +91,6 @@ PERMISSIONS: Final = Permissions(
     )
 )
 """What ``--shards=auto`` adds (deploy/ grants it: its Deployment runs sharded)."""
-
-
-@dataclass(frozen=True)
-class ShardingOptions:
-    """``--shards`` and its company: this replica's shard name and the Lease timings.
-
-    Raises:
-        ValueError: (at construction) a name that cannot name a Lease or be a label value.
-    """
-
-    name: str
-    namespace: str
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    admission: bool = False
-    """Serve the shard assignment webhook (``--shard-assignment-webhook``) on the manager's
-    webhook server: the leader labels new templates with their shard as they are created."""
-    leader_weight: float = LEADER_WEIGHT
-    """This replica's shard's share of the keys while it leads, against 1 for each other
-    (``--shard-leader-weight``)."""
-
-    def __post_init__(self) -> None:
-        # At the flag, before any connection: a bad name would otherwise fail only as a Lease
-        # the apiserver refuses, again and again.
-        check_shard_name(self.name)
-        if not 0.0 <= self.leader_weight <= 1.0:
-            raise ValueError(
-                f"--shard-leader-weight must be within [0, 1], got {self.leader_weight}"
-            )
 
 
 def _key(namespace: str, name: str) -> str:

@@ -65,19 +65,18 @@ from controllers.api import (
 from controllers.binding.names import binding_id_label, binding_id_of
 from controllers.binding.overrides import OverrideError
 from controllers.binding.workload import build_work, build_workload
-from controllers.context import Context
+from controllers.context import BINDINGS, Context
 from controllers.eviction.preservation import injected_labels
 from controllers.eviction.task import purges_at_once
 from controllers.interpreter import Interpreter, InterpreterError, KindFilter, NotSupported
 from controllers.permittedkinds import Denial, PermittedKinds
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     NAMESPACE_INDEX,
     AlreadyExists,
     CachedClient,
     Conflict,
-    ControllerOptions,
     EnqueueRequestForObject,
     EnqueueRequestsFromMapFunc,
     Event,
@@ -119,12 +118,7 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),
@@ -137,16 +131,11 @@ PERMISSIONS: Final = Permissions(
             ("update",),
             "WorksSynced",
         ),
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("work.karmada.io", "works"),
         Rule(("work.karmada.io",), ("works",), ("get",), "a live read after AlreadyExists"),
         Rule(("work.karmada.io",), ("works",), ("create", "update", "delete"), "the Works"),
-        Rule(
-            ("policy.karmada.io",),
-            ("overridepolicies", "clusteroverridepolicies"),
-            ("list", "watch"),
-            "its cache",
-        ),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("policy.karmada.io", "overridepolicies", "clusteroverridepolicies"),
+        cache("cluster.karmada.io", "clusters"),
     ),
     templates=("get",),
 )
@@ -591,7 +580,7 @@ def setup(context: Context) -> None:
         manager.cache.index_field(gvk, BINDING_RESOURCE_INDEX, binding_resource_kind)
     index = _BindingIndex([manager.cache.get_informer(gvk) for gvk in kinds])
     policies = EnqueueRequestsFromMapFunc(index.for_policy)
-    controller = (
+    builder = (
         controller_managed_by(manager)
         .named(BINDING_CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, binding_changed)
@@ -600,10 +589,9 @@ def setup(context: Context) -> None:
         .watches(OVERRIDE_POLICY_GVK, policies)
         .watches(CLUSTER_OVERRIDE_POLICY_GVK, policies)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(index.for_cluster), _cluster_spec_changed)
-        # Karmada's --concurrent-resourcebinding-syncs: one worker capped a bulk at ~7 bindings/s.
-        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=5)))
-        .complete(context.guard_bindings(reconciler))
     )
+    # Karmada's --concurrent-resourcebinding-syncs: one worker capped a bulk at ~7 bindings/s.
+    controller = context.complete(builder, reconciler, sharded_by=BINDINGS, workers=5)
 
     def reinterpret(kinds: KindFilter) -> None:
         # ReviseReplica or Retain may answer differently now: build those Works again.

@@ -28,7 +28,7 @@ removes them once Ready is True (``taints``), touching no other taint; its healt
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from controllers.api import (
     CLUSTER_CONTROLLER_FINALIZER,
@@ -43,7 +43,7 @@ from controllers.cluster.health import ClusterHealthOptions, HealthMonitor
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
 from controllers.cluster.taints import condition_taints, update_taints
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     AlreadyExists,
@@ -60,12 +60,17 @@ from reconcile import (
     remove_finalizer,
 )
 
+if TYPE_CHECKING:
+    # Only for the setup's signature: Context imports this package's options.
+    from controllers.context import Context
+
 __all__ = [
     "MEMBER_CONFIG_INVALID",
     "MEMBER_SECRETS",
     "PERMISSIONS",
     "ClusterController",
     "MemberConnections",
+    "setup",
     "setup_cluster_controller",
 ]
 
@@ -84,7 +89,7 @@ MEMBER_SECRETS: Final = Rule(
 )
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
         Rule(
             ("cluster.karmada.io",),
             ("clusters",),
@@ -223,3 +228,8 @@ def setup_cluster_controller(
     connections.with_options(ControllerOptions(need_leader_election=False))
     connections.complete(MemberConnections(manager, registry))
     return reconciler
+
+
+def setup(context: Context) -> None:
+    """Set up the cluster controller (the controller-manager's entry point)."""
+    setup_cluster_controller(context.manager, context.members, context.cluster_health)

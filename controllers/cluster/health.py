@@ -14,17 +14,20 @@ may be run apart or stopped (``--controllers``), so every Cluster is watched.
 
 from __future__ import annotations
 
+import argparse
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import anyio
 import structlog
 
 from controllers.api import CLUSTER_GVK, READY_CONDITION
 from controllers.cluster.lease import cluster_lease_renew_time
+from controllers.duration import parse_duration
+from controllers.flags import FlagSet
 from reconcile import Condition, Conflict, Manager, NotFound, get_condition, set_condition
 
 __all__ = [
@@ -62,6 +65,46 @@ class ClusterHealthOptions:
         for name in ("monitor_period", "grace_period", "startup_grace_period"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"cluster {name.replace('_', ' ')} must be positive")
+
+    @classmethod
+    def add_flags(cls, flags: FlagSet) -> None:
+        """Register karmada-controller-manager's ``--cluster-monitor-*`` and
+        ``--cluster-startup-grace-period``, with its defaults."""
+        defaults = cls()
+        flags.add_argument(
+            "--cluster-monitor-period",
+            type=parse_duration,
+            default=defaults.monitor_period,
+            help="how often the cluster controller checks that members are reported on "
+            "(default 5s)",
+        )
+        flags.add_argument(
+            "--cluster-monitor-grace-period",
+            type=parse_duration,
+            default=defaults.grace_period,
+            help="how long a member's status and Lease may stand still before Ready is Unknown "
+            "(default 40s)",
+        )
+        flags.add_argument(
+            "--cluster-startup-grace-period",
+            type=parse_duration,
+            default=defaults.startup_grace_period,
+            help="the same for a Cluster that never had a Ready condition, from its creation "
+            "(default 1m)",
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """The options ``add_flags``' flags set.
+
+        Raises:
+            ValueError: as the constructor.
+        """
+        return cls(
+            monitor_period=args.cluster_monitor_period,
+            grace_period=args.cluster_monitor_grace_period,
+            startup_grace_period=args.cluster_startup_grace_period,
+        )
 
 
 def stale_condition(current: Condition | None) -> Condition:

@@ -37,6 +37,7 @@ that member's objects again.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import binascii
 import hashlib
@@ -45,7 +46,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Self
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -59,6 +60,7 @@ from controllers.api import (
 )
 from controllers.cluster.binding import SECRET_NOT_BOUND, binding_problem
 from controllers.cluster.expiry import TokenLifetime, token_lifetime
+from controllers.flags import FlagSet
 from reconcile import (
     GVK,
     Cluster,
@@ -144,6 +146,33 @@ class MemberOptions:
                 f"the cluster namespace {self.cluster_namespace[:_PREVIEW]!r} is not a namespace "
                 "name (a DNS-1123 label: lowercase letters, digits and '-', at most 63)"
             )
+
+    @classmethod
+    def add_flags(cls, flags: FlagSet) -> None:
+        """Register ``--cluster-namespace`` and ``--allow-insecure-member-endpoints``."""
+        flags.add_argument(
+            "--cluster-namespace",
+            default=cls().cluster_namespace,
+            help="the only namespace Secrets of Clusters are read from (default karmada-cluster)",
+        )
+        flags.add_argument(
+            "--allow-insecure-member-endpoints",
+            action="store_true",
+            help="accept http:// Cluster endpoints, sending member tokens in clear text "
+            "(local testing only)",
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """The options ``add_flags``' flags set.
+
+        Raises:
+            ValueError: as the constructor.
+        """
+        return cls(
+            cluster_namespace=args.cluster_namespace,
+            allow_insecure_endpoints=args.allow_insecure_member_endpoints,
+        )
 
 
 def member_endpoint(endpoint: object, *, allow_insecure: bool = False) -> str:

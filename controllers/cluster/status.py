@@ -21,10 +21,11 @@ Event) once that is near or past (``expiry``), absent while the expiry is unknow
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import orjson
@@ -46,7 +47,9 @@ from controllers.cluster.lease import renew_cluster_lease
 from controllers.cluster.registry import MemberConfigError, MemberRegistry
 from controllers.cluster.secrets import ClusterSecrets
 from controllers.cluster.taints import NOT_READY_TAINT, UNREACHABLE_TAINT, has_taint
-from controllers.rbac import Permissions, Rule
+from controllers.duration import parse_duration
+from controllers.flags import FlagSet
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     Client,
@@ -62,6 +65,10 @@ from reconcile import (
     set_condition,
 )
 
+if TYPE_CHECKING:
+    # Only for the setup's signature: Context imports this package's options.
+    from controllers.context import Context
+
 __all__ = [
     "PERMISSIONS",
     "ClusterStatusController",
@@ -69,6 +76,7 @@ __all__ = [
     "Health",
     "clusters_ready",
     "probe",
+    "setup",
     "setup_cluster_status_controller",
 ]
 
@@ -79,7 +87,7 @@ DEFAULT_THRESHOLD: Final = 30.0
 PROBE_TIMEOUT: Final = 5.0
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
         Rule(("cluster.karmada.io",), ("clusters/status",), ("update",), "Ready and member facts"),
         MEMBER_SECRETS,
         Rule(
@@ -115,6 +123,42 @@ class ClusterStatusOptions:
             raise ValueError(f"update frequency must be positive, got {self.update_frequency}")
         if self.failure_threshold < 0 or self.success_threshold < 0:
             raise ValueError("cluster success and failure thresholds must not be negative")
+
+    @classmethod
+    def add_flags(cls, flags: FlagSet) -> None:
+        """Register ``--cluster-status-update-frequency`` and the two thresholds."""
+        defaults = cls()
+        flags.add_argument(
+            "--cluster-status-update-frequency",
+            type=parse_duration,
+            default=defaults.update_frequency,
+            help="how often each member is probed (default 10s)",
+        )
+        flags.add_argument(
+            "--cluster-failure-threshold",
+            type=parse_duration,
+            default=defaults.failure_threshold,
+            help="how long a member must fail its probes before it is not Ready (default 30s)",
+        )
+        flags.add_argument(
+            "--cluster-success-threshold",
+            type=parse_duration,
+            default=defaults.success_threshold,
+            help="how long a member must pass its probes before it is Ready again (default 30s)",
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """The options ``add_flags``' flags set.
+
+        Raises:
+            ValueError: as the constructor.
+        """
+        return cls(
+            update_frequency=args.cluster_status_update_frequency,
+            failure_threshold=args.cluster_failure_threshold,
+            success_threshold=args.cluster_success_threshold,
+        )
 
 
 @dataclass(frozen=True)
@@ -327,6 +371,11 @@ def setup_cluster_status_controller(
     builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status")
     builder.watches(secrets).complete(reconciler)
     return reconciler
+
+
+def setup(context: Context) -> None:
+    """Set up the cluster status controller (the controller-manager's entry point)."""
+    setup_cluster_status_controller(context.manager, context.members, context.cluster_status)
 
 
 def cluster_schedulable(cluster: Mapping[str, Any]) -> bool:

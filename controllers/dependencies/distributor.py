@@ -80,7 +80,7 @@ from controllers.interpreter import (
     NotSupported,
 )
 from controllers.permittedkinds import Denial, PermittedKinds
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     NAMESPACE_INDEX,
@@ -134,7 +134,7 @@ DISCOVERY_WAIT: Final = 1.0
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("work.karmada.io",), ("resourcebindings",), ("list", "watch"), "its cache"),
+        cache("work.karmada.io", "resourcebindings"),
         Rule(("work.karmada.io",), ("resourcebindings",), ("get",), "after AlreadyExists"),
         Rule(
             ("work.karmada.io",),

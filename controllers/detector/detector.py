@@ -36,7 +36,7 @@ from controllers.api import (
     RESOURCE_BINDING_GVK,
     is_reserved_namespace,
 )
-from controllers.context import Context
+from controllers.context import TEMPLATES, Context
 from controllers.detector.discovery import (
     DEFAULT_DISCOVERY_INTERVAL,
     TEMPLATE_VERBS,
@@ -48,11 +48,10 @@ from controllers.detector.matching import claim_of, spec_changed
 from controllers.detector.policies import ClaimsRemain, PolicyReconciler
 from controllers.detector.templates import BindingOwnedElsewhere, TemplateReconciler
 from controllers.interpreter import InterpreterError, KindFilter
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     Conflict,
-    ControllerOptions,
     EnqueueRequestsFromMapFunc,
     Event,
     EventHandler,
@@ -97,10 +96,10 @@ _OVERRIDES: Final = ("overridepolicies", "clusteroverridepolicies")
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("policy.karmada.io",), _POLICIES, ("list", "watch"), "its cache"),
+        cache("policy.karmada.io", *_POLICIES),
         Rule(("policy.karmada.io",), _POLICIES, ("update",), "finalizer and permanent id"),
-        Rule(("policy.karmada.io",), _OVERRIDES, ("list", "watch"), "dependentOverrides"),
-        Rule(("work.karmada.io",), _BINDINGS, ("list", "watch"), "its cache"),
+        cache("policy.karmada.io", *_OVERRIDES, why="dependentOverrides"),
+        cache("work.karmada.io", *_BINDINGS),
         Rule(("work.karmada.io",), _BINDINGS, ("get",), "a live read after AlreadyExists"),
         Rule(("work.karmada.io",), _BINDINGS, ("create", "update", "delete"), "the bindings"),
         Rule(("work.karmada.io",), _BINDINGS, ("patch",), "a deleted policy's claim removed"),
@@ -253,8 +252,7 @@ def setup(context: Context, *, discovery_interval: float = DEFAULT_DISCOVERY_INT
     for gvk in (OVERRIDE_POLICY_GVK, CLUSTER_OVERRIDE_POLICY_GVK):
         # A template held back by dependentOverrides goes on once the override exists.
         builder.watches(gvk, waiting, _created)
-    options = context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-    reconciler = context.guard_templates(detector)
-    controller = builder.watches(detector.discovery).with_options(options).complete(reconciler)
+    builder.watches(detector.discovery)
+    controller = context.complete(builder, detector, sharded_by=TEMPLATES, workers=DEFAULT_WORKERS)
     detector.queue = controller.queue
     context.interpreter.subscribe(detector.reinterpret)

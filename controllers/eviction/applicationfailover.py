@@ -32,7 +32,7 @@ from controllers.api import (
     binding_status,
     target_cluster_names,
 )
-from controllers.context import Context
+from controllers.context import BINDINGS, Context
 from controllers.eviction.preservation import StatePreservationError, preserved_label_state
 from controllers.eviction.task import (
     EVICTION_REASON_APPLICATION_FAILURE,
@@ -44,7 +44,7 @@ from controllers.eviction.task import (
 )
 from controllers.eviction.unhealthy import UnhealthyTracker, toleration_of
 from controllers.interpreter import Interpreter, Operation
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     ApiError,
@@ -85,12 +85,7 @@ DEFAULT_PURGE_MODE: Final = PURGE_MODE_GRACIOUSLY
 """The purge mode of a policy that sets none (Karmada's CRD default)."""
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),
@@ -255,11 +250,10 @@ def setup(context: Context) -> None:
     manager = context.manager
     recorder = context.recorder(CONTROLLER_NAME)
     reconciler = ApplicationFailoverController(manager.client, recorder, context.interpreter)
-    (
+    builder = (
         controller_managed_by(manager)
         .named(CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, with_application_failover)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), with_application_failover)
-        .with_options(context.workers())
-        .complete(context.guard_bindings(reconciler))
     )
+    context.complete(builder, reconciler, sharded_by=BINDINGS)

@@ -31,9 +31,9 @@ from controllers.api import (
     binding_spec,
     binding_status,
 )
-from controllers.context import Context
+from controllers.context import BINDINGS, Context
 from controllers.eviction.task import PURGE_MODE_NEVER, timestamp
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     CachedClient,
@@ -59,12 +59,7 @@ __all__ = [
 CONTROLLER_NAME: Final = "graceful-eviction"
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),
@@ -195,11 +190,10 @@ def setup(context: Context) -> None:
     reconciler = GracefulEvictionController(
         manager.client, context.failover.graceful_eviction_timeout
     )
-    (
+    builder = (
         controller_managed_by(manager)
         .named(CONTROLLER_NAME)
         .for_(RESOURCE_BINDING_GVK, evicting)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), evicting)
-        .with_options(context.workers())
-        .complete(context.guard_bindings(reconciler))
     )
+    context.complete(builder, reconciler, sharded_by=BINDINGS)

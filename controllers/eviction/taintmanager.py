@@ -48,7 +48,7 @@ from controllers.eviction.task import (
     evict,
 )
 from controllers.eviction.tolerations import no_execute_verdict
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from controllers.scheduler.filter import taint_text
 from reconcile import (
     GVK,
@@ -80,13 +80,8 @@ RETRY_FREQUENCY: Final = 10.0
 """Seconds between passes over a Cluster that stays NoExecute-tainted (Karmada's default)."""
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("cluster.karmada.io", "clusters"),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),
@@ -229,4 +224,4 @@ def setup(context: Context) -> None:
     reconciler = TaintManager(manager.client, recorder, context.failover, informers)
     # Sharded, every replica evicts the bindings of its own shard (its binding informers).
     builder = controller_managed_by(manager).named(CONTROLLER_NAME).for_(CLUSTER_GVK)
-    builder.with_options(context.workers()).complete(reconciler)
+    context.complete(builder, reconciler, sharded_by=None)

@@ -92,7 +92,7 @@ from controllers.execution.workstatus import (
     status_patch,
 )
 from controllers.interpreter import NotSupported
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     NAMESPACE_INDEX,
@@ -101,7 +101,6 @@ from reconcile import (
     Cluster,
     Conflict,
     Controller,
-    ControllerOptions,
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
@@ -146,7 +145,7 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("work.karmada.io", "works"),
         Rule(("work.karmada.io",), ("works",), ("update",), "its finalizer"),
         Rule(
             ("work.karmada.io",),
@@ -155,7 +154,7 @@ PERMISSIONS: Final = Permissions(
             "a live read of the Work a conflicting member object names (sharded, not cached)",
         ),
         Rule(("work.karmada.io",), ("works/status",), ("patch",), "Applied, manifestStatuses"),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
     )
 )
 """What the execution controller does on the host; members are written with their own
@@ -845,15 +844,16 @@ class ExecutionController:
 def setup_execution_controller(context: Context) -> ExecutionController:
     """Register the execution controller with the context's manager and return its reconciler."""
     reconciler = ExecutionController(context)
-    reconciler.watches.controller = (
+    builder = (
         controller_managed_by(context.manager)
         .for_(WORK_GVK, _work_changed)
         .watches(
             CLUSTER_GVK, EnqueueRequestsFromMapFunc(reconciler.works_of_cluster), _readiness_changed
         )
         .named(NAME)
-        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)))
-        .complete(context.guard(WORK_GVK, reconciler))
+    )
+    reconciler.watches.controller = context.complete(
+        builder, reconciler, sharded_by=WORK_GVK, workers=DEFAULT_WORKERS
     )
     context.members.on_connected(reconciler.member_connected)
     context.manager.cache.get_informer(WORK_GVK).add_event_handler(_WarmOnWork(reconciler))

@@ -43,8 +43,8 @@ from controllers.api import (
     target_cluster_names,
     target_clusters,
 )
-from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.context import BINDINGS, Context
+from controllers.rbac import Permissions, Rule, cache
 from controllers.scheduler.assign import reschedule_requested
 from controllers.scheduler.scheduler import (
     ScheduleResult,
@@ -59,7 +59,6 @@ from reconcile import (
     GVK,
     CachedClient,
     Conflict,
-    ControllerOptions,
     EnqueueRequestForObject,
     EnqueueRequestsFromMapFunc,
     Event,
@@ -103,12 +102,7 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings", "clusterresourcebindings"),
@@ -127,7 +121,7 @@ PERMISSIONS: Final = Permissions(
             ("update",),
             "Scheduled, observed generation",
         ),
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
     )
 )
 """What the scheduler does on the host (see controllers.rbac)."""
@@ -411,12 +405,11 @@ def setup(context: Context) -> None:
     # Status writes (ours and the status controller's) do not change the generation; a claim
     # added or removed (labels) decides whether the binding is scheduled at all.
     relevant = or_(generation_changed, labels_changed)
-    (
+    builder = (
         controller_managed_by(manager)
         .named(SCHEDULER_NAME)
         .for_(RESOURCE_BINDING_GVK, relevant)
         .watches(CLUSTER_RESOURCE_BINDING_GVK, EnqueueRequestForObject(), relevant)
         .watches(CLUSTER_GVK, EnqueueRequestsFromMapFunc(mapper), cluster_changed)
-        .with_options(context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS)))
-        .complete(context.guard_bindings(reconciler))
     )
+    context.complete(builder, reconciler, sharded_by=BINDINGS, workers=DEFAULT_WORKERS)

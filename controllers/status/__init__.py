@@ -20,6 +20,7 @@ from controllers.status.aggregate import (
 from controllers.status.binding import (
     BINDING,
     CLUSTER_BINDING,
+    PERMISSIONS,
     BindingKind,
     BindingStatusController,
     setup_binding_status_controllers,
@@ -40,6 +41,7 @@ __all__ = [
     "CLUSTER_BINDING",
     "FULLY_APPLIED_FAILED_MESSAGE",
     "FULLY_APPLIED_SUCCESS_MESSAGE",
+    "PERMISSIONS",
     "TemplateStatusWriter",
     "aggregated_items",
     "fully_applied",

@@ -33,7 +33,7 @@ from controllers.api import (
     binding_status,
 )
 from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from controllers.status.aggregate import (
     FULLY_APPLIED_FAILED_MESSAGE,
     FULLY_APPLIED_SUCCESS_MESSAGE,
@@ -44,7 +44,6 @@ from controllers.status.template import TemplateStatusWriter
 from reconcile import (
     GVK,
     CachedClient,
-    ControllerOptions,
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
@@ -78,19 +77,14 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("work.karmada.io",),
-            ("resourcebindings", "clusterresourcebindings"),
-            ("list", "watch"),
-            "its cache",
-        ),
+        cache("work.karmada.io", "resourcebindings", "clusterresourcebindings"),
         Rule(
             ("work.karmada.io",),
             ("resourcebindings/status", "clusterresourcebindings/status"),
             ("patch",),
             "aggregatedStatus, FullyApplied",
         ),
-        Rule(("work.karmada.io",), ("works",), ("list", "watch"), "its cache"),
+        cache("work.karmada.io", "works"),
     ),
     templates=("get",),
     template_status=("update",),
@@ -244,7 +238,7 @@ def setup_binding_status_controllers(context: Context) -> list[BindingStatusCont
     reconcilers = []
     for kind in (BINDING, CLUSTER_BINDING):
         reconciler = BindingStatusController(context, kind)
-        (
+        builder = (
             controller_managed_by(context.manager)
             .for_(kind.gvk, _binding_changed)
             .watches(
@@ -253,10 +247,7 @@ def setup_binding_status_controllers(context: Context) -> list[BindingStatusCont
                 _work_status_changed,
             )
             .named(kind.name)
-            .with_options(
-                context.workers(ControllerOptions(max_concurrent_reconciles=DEFAULT_WORKERS))
-            )
-            .complete(context.guard(kind.gvk, reconciler))
         )
+        context.complete(builder, reconciler, sharded_by=kind.gvk, workers=DEFAULT_WORKERS)
         reconcilers.append(reconciler)
     return reconcilers

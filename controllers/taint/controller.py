@@ -15,7 +15,7 @@ import structlog
 
 from controllers.api import CLUSTER_GVK, CLUSTER_TAINT_POLICY_GVK, cluster_spec
 from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from controllers.scheduler.filter import taint_text
 from controllers.taint.conditions import wanted_taints
 from reconcile import (
@@ -38,9 +38,9 @@ __all__ = ["CONTROLLER_NAME", "PERMISSIONS", "ClusterTaintPolicyController", "se
 CONTROLLER_NAME: Final = "cluster-taint-policy"
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(("cluster.karmada.io",), ("clusters",), ("list", "watch"), "its cache"),
+        cache("cluster.karmada.io", "clusters"),
         Rule(("cluster.karmada.io",), ("clusters",), ("update",), "the policies' taints"),
-        Rule(("policy.karmada.io",), ("clustertaintpolicies",), ("list", "watch"), "its cache"),
+        cache("policy.karmada.io", "clustertaintpolicies"),
     )
 )
 """What the cluster-taint-policy controller does on the host (see controllers.rbac)."""

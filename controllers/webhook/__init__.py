@@ -17,7 +17,7 @@ from typing import Final
 
 from controllers.api import KARMADA_CLUSTER_NAMESPACE
 from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from controllers.webhook.command import (
     DEFAULT_BIND_ADDRESS,
     DEFAULT_SECURE_PORT,
@@ -42,11 +42,10 @@ __all__ = [
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(
-            ("config.karmada.io",),
-            ("resourceinterpretercustomizations",),
-            ("list", "watch"),
-            "customization conflicts: the other customizations (cache)",
+        cache(
+            "config.karmada.io",
+            "resourceinterpretercustomizations",
+            why="customization conflicts: the other customizations (cache)",
         ),
         Rule(
             ("",),

@@ -34,7 +34,7 @@ from controllers.api import (
 )
 from controllers.binding import binding_name
 from controllers.context import Context
-from controllers.rbac import Permissions, Rule
+from controllers.rbac import Permissions, Rule, cache
 from controllers.workloadrebalancer.observed import needs_trigger, observed_workloads, time_left
 from reconcile import (
     ApiError,
@@ -60,10 +60,10 @@ _APPS: Final = ("apps.karmada.io",)
 
 PERMISSIONS: Final = Permissions(
     rules=(
-        Rule(_APPS, ("workloadrebalancers",), ("list", "watch"), "its cache"),
+        cache("apps.karmada.io", "workloadrebalancers"),
         Rule(_APPS, ("workloadrebalancers",), ("delete",), "ttlSecondsAfterFinished"),
         Rule(_APPS, ("workloadrebalancers/status",), ("update",), "observedWorkloads, finishTime"),
-        Rule(("work.karmada.io",), _BINDINGS, ("list", "watch"), "its cache"),
+        cache("work.karmada.io", *_BINDINGS),
         Rule(("work.karmada.io",), _BINDINGS, ("get",), "a binding the cache has not seen yet"),
         Rule(("work.karmada.io",), _BINDINGS, ("update",), "spec.rescheduleTriggeredAt"),
     )

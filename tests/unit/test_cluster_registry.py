@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controllers.api import crd_paths
-from controllers.cli import _members, _parser
+from controllers.cli import _parser
 from controllers.cluster import (
     INSECURE_ENDPOINT,
     INVALID_ENDPOINT,
@@ -523,7 +523,9 @@ async def test_member_locks_go_with_their_members(fake: FakeClient, tmp_path: Pa
 
 def test_member_flags_default_to_https_only_and_karmadas_cluster_namespace() -> None:
     args = _parser().parse_args(["controller-manager"])
-    assert _members(args) == MemberOptions("karmada-cluster", allow_insecure_endpoints=False)
+    assert MemberOptions.from_args(args) == MemberOptions(
+        "karmada-cluster", allow_insecure_endpoints=False
+    )
     assert _parser().parse_args(["join", "m", "--cluster-kubeconfig", "k"]).cluster_namespace == (
         "karmada-cluster"
     )
@@ -531,4 +533,4 @@ def test_member_flags_default_to_https_only_and_karmadas_cluster_namespace() -> 
 
 def test_member_flags_set_the_options() -> None:
     argv = ["controller-manager", "--cluster-namespace=fleet", "--allow-insecure-member-endpoints"]
-    assert _members(_parser().parse_args(argv)) == MemberOptions("fleet", True)
+    assert MemberOptions.from_args(_parser().parse_args(argv)) == MemberOptions("fleet", True)

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from controllers.cli import _cluster_status, _parser
+from controllers.cli import _parser
 from controllers.cluster import ClusterStatusOptions
 from controllers.duration import parse_duration
 
@@ -27,7 +27,7 @@ def test_what_is_no_duration_says_so(text: str) -> None:
 
 def test_defaults_are_karmadas() -> None:
     args = _parser().parse_args(["controller-manager"])
-    assert _cluster_status(args) == ClusterStatusOptions(10.0, 30.0, 30.0)
+    assert ClusterStatusOptions.from_args(args) == ClusterStatusOptions(10.0, 30.0, 30.0)
 
 
 def test_flags_set_the_options() -> None:
@@ -39,7 +39,7 @@ def test_flags_set_the_options() -> None:
             "--cluster-success-threshold=500ms",
         ]
     )
-    options = _cluster_status(args)
+    options = ClusterStatusOptions.from_args(args)
     assert (options.update_frequency, options.failure_threshold) == (2.0, 60.0)
     assert options.success_threshold == 0.5
 

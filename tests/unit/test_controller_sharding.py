@@ -14,6 +14,7 @@ from controllers.api import (
 )
 from controllers.binding import binding_name
 from controllers.controllermanager import build
+from controllers.manageroptions import WebhookServerOptions
 from controllers.sharding import (
     LEADER_WEIGHT,
     ShardingOptions,
@@ -121,10 +122,14 @@ def test_the_assignment_webhook_without_shards_is_refused(
 
 def test_the_webhook_server_flags_make_the_managers_server(tmp_path: Path) -> None:
     flags = ["controller-manager", "--webhook-port=10443", f"--webhook-cert-path={tmp_path}"]
-    server = cli._webhook_server(cli._parser().parse_args([*flags, "--webhook-cert-name=a.pem"]))
+    server = WebhookServerOptions.from_args(
+        cli._parser().parse_args([*flags, "--webhook-cert-name=a.pem"])
+    ).server()
     assert (server.port, server.cert_dir) == (10443, str(tmp_path))
     assert (server.cert_name, server.key_name) == ("a.pem", "tls.key")
-    default = cli._webhook_server(cli._parser().parse_args(["controller-manager"]))
+    default = WebhookServerOptions.from_args(
+        cli._parser().parse_args(["controller-manager"])
+    ).server()
     assert (default.port, default.cert_dir) == (DEFAULT_WEBHOOK_PORT, DEFAULT_CERT_DIR)
 
 
@@ -145,10 +150,12 @@ def test_the_leader_weight_without_shards_is_refused(capsys: pytest.CaptureFixtu
 
 def test_the_leader_weight_flag_reaches_the_sharder() -> None:
     flags = ["controller-manager", "--leader-elect", "--shards=auto", "--shard-name=r0"]
-    default = cli._sharding(cli._parser().parse_args(flags))
+    default = ShardingOptions.from_args(cli._parser().parse_args(flags))
     assert default is not None
     assert default.leader_weight == LEADER_WEIGHT
-    options = cli._sharding(cli._parser().parse_args([*flags, "--shard-leader-weight=0.7"]))
+    options = ShardingOptions.from_args(
+        cli._parser().parse_args([*flags, "--shard-leader-weight=0.7"])
+    )
     assert options is not None
     sharding = build(Manager(client=FakeClient()), sharding=options).sharding
     assert sharding is not None

@@ -20,7 +20,8 @@ import yaml
 from aiohttp import web
 from structlog.testing import capture_logs
 
-from controllers.cli import _metrics_options, _parser, main
+from controllers.cli import _parser, main
+from controllers.manageroptions import MetricsOptions
 from reconcile import (
     CertificateError,
     HTTPHandler,
@@ -248,7 +249,7 @@ def test_a_standby_may_send_reviews_but_no_other_writes() -> None:
 )
 def test_cli_metrics_flags_are_kubebuilders(argv: list[str], expected: dict[str, Any]) -> None:
     args = _parser().parse_args(["controller-manager", *argv])
-    options = ManagerOptions(**_metrics_options(args))
+    options = ManagerOptions(**MetricsOptions.from_args(args).manager_fields())
     for name, value in expected.items():
         assert getattr(options, name) == value, name
 
@@ -275,7 +276,7 @@ def test_deploy_serves_metrics_securely_on_every_interface() -> None:
     command = container["command"]
     assert command[:2] == ["reconcile", "controller-manager"]
     args = _parser().parse_args(command[1:])
-    options = ManagerOptions(**_metrics_options(args))
+    options = ManagerOptions(**MetricsOptions.from_args(args).manager_fields())
     assert (options.metrics_bind_address, options.metrics_secure) == (":8443", True)
     ports = {port["name"]: port["containerPort"] for port in container["ports"]}
     assert ports["https"] == 8443

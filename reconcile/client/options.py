@@ -2,9 +2,11 @@
 
 They play the part of apimachinery's ListOptions, PatchOptions and DeleteOptions: ``SelectorLike``
 label and field selectors, the ``PatchType`` a patch body is sent as, and a delete's
-``Preconditions`` and ``PropagationPolicy``. The functions below encode them for a request, as
-query parameters and a DeleteOptions body; ``object_identity`` and ``split_target`` read which
-object a call is about, for the real client and testenv's fake alike.
+``Preconditions`` and ``PropagationPolicy``. ``ListOptions``, ``WatchOptions`` and
+``DeleteOptions`` carry a call's options, already normalised, from the client interfaces to the
+primitives of a client (HTTP, testenv's fake, the cache). The functions below encode them for a
+request, as query parameters and a DeleteOptions body; ``object_identity`` and ``split_target``
+read which object a call is about.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from typing import Any, Literal
 from reconcile.gvk import GVK
 
 __all__ = [
+    "DeleteOptions",
+    "ListOptions",
     "PatchType",
     "Preconditions",
     "PropagationPolicy",
     "SelectorLike",
+    "WatchOptions",
     "delete_options",
     "object_identity",
     "query_params",
@@ -64,6 +69,48 @@ class Preconditions:
         """The ``preconditions`` field of DeleteOptions."""
         found = {"uid": self.uid, "resourceVersion": self.resource_version}
         return {key: value for key, value in found.items() if value}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListOptions:
+    """The options of a list (and the selectors of a deletecollection), as ``Client.list``'s."""
+
+    label_selector: SelectorLike = None
+    field_selector: SelectorLike = None
+    limit: int | None = None
+    continue_: str | None = None
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+    metadata_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchOptions:
+    """The options of a watch, as ``Client.watch``'s."""
+
+    label_selector: SelectorLike = None
+    field_selector: SelectorLike = None
+    resource_version: str | None = None
+    timeout_seconds: int = 300
+    allow_watch_bookmarks: bool = True
+    send_initial_events: bool = False
+    metadata_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteOptions:
+    """The options of a delete or deletecollection, as ``Client.delete``'s."""
+
+    propagation_policy: PropagationPolicy | None = None
+    grace_period_seconds: int | None = None
+    preconditions: Preconditions | None = None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The DeleteOptions body of the request."""
+        return delete_options(
+            self.propagation_policy, self.grace_period_seconds, self.preconditions, self.dry_run
+        )
 
 
 def selector_string(value: SelectorLike) -> str | None:

@@ -144,11 +144,11 @@ class _GatedFake(FakeClient):
         self.gate = anyio.Event()
         self.patched: list[str] = []
 
-    async def _patch_stored(self, gvk: GVK, name: str, *args: Any) -> Obj:
+    async def _patch(self, gvk: GVK, name: str, *args: Any, **kwargs: Any) -> Obj:
         if gvk == CONFIGMAP:
             await self.gate.wait()
             self.patched.append(name)
-        return await super()._patch_stored(gvk, name, *args)
+        return await super()._patch(gvk, name, *args, **kwargs)
 
 
 def _configmap(name: str, **labels: str) -> Obj:
@@ -202,9 +202,9 @@ class _RecordingFake(FakeClient):
         super().__init__()
         self.patched: list[tuple[str, str]] = []
 
-    async def _patch_stored(self, gvk: GVK, name: str, *args: Any) -> Obj:
+    async def _patch(self, gvk: GVK, name: str, *args: Any, **kwargs: Any) -> Obj:
         self.patched.append((gvk.kind, name))
-        return await super()._patch_stored(gvk, name, *args)
+        return await super()._patch(gvk, name, *args, **kwargs)
 
 
 async def test_a_key_whose_move_began_goes_before_the_keys_not_begun() -> None:

@@ -24,8 +24,10 @@ from reconcile.client.interfaces import ObjectClient
 from reconcile.client.options import (
     DeleteOptions,
     ListOptions,
-    PatchType,
+    PatchOptions,
+    Target,
     WatchOptions,
+    WriteOptions,
     selector_string,
 )
 from reconcile.gvk import GVK, Resource
@@ -64,12 +66,12 @@ class CachedClient(ObjectClient):
 
     # Reads of whole objects from the cache.
 
-    async def _get(
-        self, gvk: GVK, name: str, namespace: str | None, subresource: str, *, metadata_only: bool
-    ) -> dict[str, Any]:
-        if subresource:  # the cache holds objects, not their subresources
-            return await self.live._get(gvk, name, namespace, subresource, metadata_only=False)
-        return await self.cache.get(gvk, name, namespace=namespace, metadata_only=metadata_only)
+    async def _get(self, target: Target, *, metadata_only: bool) -> dict[str, Any]:
+        if target.subresource:  # the cache holds objects, not their subresources
+            return await self.live._get(target, metadata_only=False)
+        return await self.cache.get(
+            target.gvk, target.name, namespace=target.namespace, metadata_only=metadata_only
+        )
 
     async def _list(self, gvk: GVK, namespace: str | None, options: ListOptions) -> dict[str, Any]:
         return await self.cache.list(
@@ -87,64 +89,20 @@ class CachedClient(ObjectClient):
         return await self.live.resource_for(gvk)
 
     async def _create(
-        self,
-        gvk: GVK,
-        namespace: str | None,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        return await self.live._create(
-            gvk, namespace, body, field_manager=field_manager, dry_run=dry_run
-        )
+        return await self.live._create(gvk, namespace, body, options)
 
     async def _update(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, target: Target, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        return await self.live._update(
-            gvk, name, namespace, subresource, body, field_manager=field_manager, dry_run=dry_run
-        )
+        return await self.live._update(target, body, options)
 
-    async def _patch(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Any,
-        patch_type: PatchType,
-        *,
-        field_manager: str | None,
-        force: bool,
-        dry_run: bool,
-        metadata_only: bool,
-    ) -> dict[str, Any]:
-        return await self.live._patch(
-            gvk,
-            name,
-            namespace,
-            subresource,
-            body,
-            patch_type,
-            field_manager=field_manager,
-            force=force,
-            dry_run=dry_run,
-            metadata_only=metadata_only,
-        )
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> dict[str, Any]:
+        return await self.live._patch(target, body, options)
 
-    async def _delete(
-        self, gvk: GVK, name: str, namespace: str | None, options: DeleteOptions
-    ) -> dict[str, Any]:
-        return await self.live._delete(gvk, name, namespace, options)
+    async def _delete(self, target: Target, options: DeleteOptions) -> dict[str, Any]:
+        return await self.live._delete(target, options)
 
     async def _delete_collection(
         self, gvk: GVK, namespace: str | None, selectors: ListOptions, options: DeleteOptions

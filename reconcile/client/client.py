@@ -21,7 +21,8 @@ raises the ``ApiError`` subclass its Status reason names, chained to the HTTP er
 
 ``ListerWatcher`` is what a reflector consumes. The options of a call (selectors, ``PatchType``,
 ``Preconditions``, ``PropagationPolicy``) live in ``client.options`` and the watch stream reader
-``WatchEvents`` in ``client.watch``; they are re-exported here, as are the interfaces.
+``WatchEvents`` in ``client.watch``; they are re-exported here, as are ``Reader`` and
+``ListerWatcher``.
 """
 
 from __future__ import annotations
@@ -39,24 +40,18 @@ import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from reconcile.client.config import ClusterConfig
-from reconcile.client.interfaces import (
-    DEFAULT_PAGE_SIZE,
-    ListerWatcher,
-    ObjectClient,
-    Reader,
-    StatusWriter,
-    SubResourceClient,
-    WithWatch,
-    Writer,
-)
+from reconcile.client.interfaces import DEFAULT_PAGE_SIZE, ListerWatcher, ObjectClient, Reader
 from reconcile.client.options import (
     DeleteOptions,
     ListOptions,
+    PatchOptions,
     PatchType,
     Preconditions,
     PropagationPolicy,
     SelectorLike,
+    Target,
     WatchOptions,
+    WriteOptions,
     query_params,
     selector_string,
 )
@@ -91,14 +86,9 @@ __all__ = [
     "PatchType",
     "Preconditions",
     "PropagationPolicy",
-    "ObjectClient",
     "Reader",
     "SelectorLike",
-    "StatusWriter",
-    "SubResourceClient",
     "WatchEvents",
-    "WithWatch",
-    "Writer",
 ]
 
 DEFAULT_FIELD_MANAGER: Final = "reconcile"
@@ -407,6 +397,9 @@ class Client(ObjectClient):
         path = resource.path(namespace, name)
         return f"{path}/{subresource}" if subresource else path
 
+    async def _target_path(self, target: Target) -> str:
+        return await self._path(target.gvk, target.namespace, target.name, target.subresource)
+
     async def resource_for(self, gvk: GVK) -> Resource:
         """How the apiserver serves ``gvk`` (plural, scope, subresources, verbs).
 
@@ -417,10 +410,8 @@ class Client(ObjectClient):
 
     # Primitives under the interfaces' methods: one request each, arguments already normalised.
 
-    async def _get(
-        self, gvk: GVK, name: str, namespace: str | None, subresource: str, *, metadata_only: bool
-    ) -> dict[str, Any]:
-        path = await self._path(gvk, namespace, name, subresource)
+    async def _get(self, target: Target, *, metadata_only: bool) -> dict[str, Any]:
+        path = await self._target_path(target)
         accept = METADATA_ACCEPT if metadata_only else JSON
         obj: dict[str, Any] = await self._call("GET", path, accept=accept)
         return obj
@@ -441,66 +432,38 @@ class Client(ObjectClient):
         listing = await self._call("GET", path, query=query)
         return _fill_items(listing, gvk)
 
-    def _write_query(self, field_manager: str | None, dry_run: bool) -> builtins.list[Any]:
-        dry_run_value = "All" if dry_run else None
-        return query_params(fieldManager=field_manager or self.field_manager, dryRun=dry_run_value)
+    def _write_query(self, options: WriteOptions) -> builtins.list[Any]:
+        return query_params(
+            fieldManager=options.field_manager or self.field_manager,
+            dryRun="All" if options.dry_run else None,
+        )
 
     async def _create(
-        self,
-        gvk: GVK,
-        namespace: str | None,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        path = await self._path(gvk, namespace)
-        query = self._write_query(field_manager, dry_run)
+        path, query = await self._path(gvk, namespace), self._write_query(options)
         created: dict[str, Any] = await self._call("POST", path, query=query, body=body)
         return created
 
     async def _update(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, target: Target, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        path = await self._path(gvk, namespace, name, subresource)
-        query = self._write_query(field_manager, dry_run)
+        path, query = await self._target_path(target), self._write_query(options)
         updated: dict[str, Any] = await self._call("PUT", path, query=query, body=body)
         return updated
 
-    async def _patch(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Any,
-        patch_type: PatchType,
-        *,
-        field_manager: str | None,
-        force: bool,
-        dry_run: bool,
-        metadata_only: bool,
-    ) -> dict[str, Any]:
-        query = self._write_query(field_manager, dry_run) + query_params(force=force)
-        path = await self._path(gvk, namespace, name, subresource)
-        accept = METADATA_ACCEPT if metadata_only else JSON
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> dict[str, Any]:
+        query = self._write_query(options) + query_params(force=options.force)
+        path = await self._target_path(target)
+        accept = METADATA_ACCEPT if options.metadata_only else JSON
+        content_type = options.patch_type.value
         patched: dict[str, Any] = await self._call(
-            "PATCH", path, query=query, body=body, content_type=patch_type.value, accept=accept
+            "PATCH", path, query=query, body=body, content_type=content_type, accept=accept
         )
         return patched
 
-    async def _delete(
-        self, gvk: GVK, name: str, namespace: str | None, options: DeleteOptions
-    ) -> dict[str, Any]:
-        path = await self._path(gvk, namespace, name)
+    async def _delete(self, target: Target, options: DeleteOptions) -> dict[str, Any]:
+        path = await self._target_path(target)
         answer: dict[str, Any] = await self._call("DELETE", path, body=options.to_json())
         return answer
 

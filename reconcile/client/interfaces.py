@@ -5,13 +5,16 @@ Each Protocol carries the one implementation of its methods: the overloads and d
 ``(obj, ...)`` and ``(gvk, name, ..., namespace=)`` forms read by ``split_target``, the checks
 every client makes before a request (a namespace for a namespaced kind, ``force`` only with
 APPLY) and the metadata-only answers. Beneath them a client implements a few primitives that
-take what the call is about already normalised (kind, name, namespace, subresource, body,
-options): ``_get``, ``_list``, ``_create``, ``_update``, ``_patch``, ``_delete``,
-``_delete_collection``, ``_watch`` and ``resource_for``. The HTTP ``Client`` implements them as
-requests, testenv's ``FakeClient`` over its in-memory store, and the ``CachedClient`` reads from
-its cache and hands everything else to its live client. A class gets the surface by subclassing
-the Protocols (PEP 544: an explicit subclass inherits their methods), and any object with the
-same methods satisfies them.
+take the call already normalised (a ``Target`` or a kind and namespace, a body, the options as
+values of ``client.options``): ``_get``, ``_list``, ``_create``, ``_update``, ``_patch``,
+``_delete``, ``_delete_collection``, ``_watch`` and ``resource_for``. The HTTP ``Client``
+implements them as requests, testenv's ``FakeClient`` over its in-memory store, and the
+``CachedClient`` reads from its cache and hands everything else to its live client.
+
+A class gets the methods by subclassing the Protocols (PEP 544: an explicit subclass inherits
+them) and implementing the primitives; the primitives are members of the Protocols too, so a
+type checker takes for a ``Reader`` only what has ``_get`` and ``_list`` besides ``get`` and
+``list``. That keeps the one implementation typed; a test double that is not a subclass is cast.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from typing import Any, Final, Protocol, overload
 from reconcile.client.options import (
     DeleteOptions,
     ListOptions,
+    PatchOptions,
     PatchType,
     Preconditions,
     PropagationPolicy,
     SelectorLike,
+    Target,
     WatchOptions,
+    WriteOptions,
     object_identity,
     split_target,
 )
@@ -57,9 +63,7 @@ Events = contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]
 class _Reads(Protocol):
     """The read primitives of a client."""
 
-    async def _get(
-        self, gvk: GVK, name: str, namespace: str | None, subresource: str, *, metadata_only: bool
-    ) -> dict[str, Any]:
+    async def _get(self, target: Target, *, metadata_only: bool) -> dict[str, Any]:
         """One object, or its ``status`` or ``scale`` subresource; as PartialObjectMetadata (or
         the whole object, which the caller reduces) with ``metadata_only``."""
         ...
@@ -81,51 +85,23 @@ class _Writes(Protocol):
         ...
 
     async def _create(
-        self,
-        gvk: GVK,
-        namespace: str | None,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
         """POST ``body`` to the collection; the namespace is already checked."""
         ...
 
     async def _update(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, target: Target, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
         """PUT ``body`` to the object or its subresource."""
         ...
 
-    async def _patch(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Any,
-        patch_type: PatchType,
-        *,
-        field_manager: str | None,
-        force: bool,
-        dry_run: bool,
-        metadata_only: bool,
-    ) -> dict[str, Any]:
-        """PATCH the object or its subresource; ``force`` is already checked against the type."""
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> dict[str, Any]:
+        """PATCH the object or its subresource; ``force`` is already checked against the type.
+        With ``metadata_only`` the answer may be the whole object, which the caller reduces."""
         ...
 
-    async def _delete(
-        self, gvk: GVK, name: str, namespace: str | None, options: DeleteOptions
-    ) -> dict[str, Any]:
+    async def _delete(self, target: Target, options: DeleteOptions) -> dict[str, Any]:
         """DELETE one object."""
         ...
 
@@ -152,9 +128,10 @@ async def _require_namespace(client: _Writes, gvk: GVK, namespace: str | None, w
         raise ValueError(f"{gvk.kind} is namespaced: {what}")
 
 
-def _check_force(force: bool, patch_type: PatchType) -> None:
-    if force and patch_type is not PatchType.APPLY:
+def _checked(options: PatchOptions) -> PatchOptions:
+    if options.force and options.patch_type is not PatchType.APPLY:
         raise ValueError("force is only valid for server-side apply (PatchType.APPLY)")
+    return options
 
 
 class Reader(_Reads, Protocol):
@@ -172,7 +149,7 @@ class Reader(_Reads, Protocol):
             ValueError: a namespaced kind without a namespace.
             ApiError: any other refusal (e.g. Forbidden).
         """
-        obj = await self._get(gvk, name, namespace, "", metadata_only=metadata_only)
+        obj = await self._get(Target(gvk, name, namespace), metadata_only=metadata_only)
         return as_partial_object_metadata(obj) if metadata_only else obj
 
     async def list(
@@ -267,7 +244,8 @@ class Writer(_Writes, Protocol):
         gvk = GVK.of(obj)
         namespace = (obj.get("metadata") or {}).get("namespace") or None
         await _require_namespace(self, gvk, namespace, "metadata.namespace is required")
-        return await self._create(gvk, namespace, obj, field_manager=field_manager, dry_run=dry_run)
+        options = WriteOptions(field_manager=field_manager, dry_run=dry_run)
+        return await self._create(gvk, namespace, obj, options)
 
     async def update(
         self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
@@ -280,10 +258,8 @@ class Writer(_Writes, Protocol):
             Invalid: validation failed.
             ApiError: any other refusal.
         """
-        gvk, name, namespace = object_identity(obj)
-        return await self._update(
-            gvk, name, namespace, "", obj, field_manager=field_manager, dry_run=dry_run
-        )
+        options = WriteOptions(field_manager=field_manager, dry_run=dry_run)
+        return await self._update(Target(*object_identity(obj)), obj, options)
 
     async def apply(
         self,
@@ -374,19 +350,14 @@ class Writer(_Writes, Protocol):
             ApiError: any other refusal.
         """
         gvk, name, ns, body = split_target(target, args, namespace)
-        _check_force(force, patch_type)
-        patched = await self._patch(
-            gvk,
-            name,
-            ns,
-            "",
-            body,
-            patch_type,
+        options = PatchOptions(
+            patch_type=patch_type,
             field_manager=field_manager,
             force=force,
             dry_run=dry_run,
             metadata_only=metadata_only,
         )
+        patched = await self._patch(Target(gvk, name, ns), body, _checked(options))
         return as_partial_object_metadata(patched) if metadata_only else patched
 
     @overload
@@ -441,7 +412,7 @@ class Writer(_Writes, Protocol):
             preconditions=preconditions,
             dry_run=dry_run,
         )
-        return await self._delete(gvk, name, ns, options)
+        return await self._delete(Target(gvk, name, ns), options)
 
     async def delete_all_of(
         self,
@@ -486,10 +457,8 @@ class StatusWriter(_Writes, Protocol):
             NotFound: no such object, or the kind has no status subresource.
             ApiError: any other refusal.
         """
-        gvk, name, namespace = object_identity(obj)
-        return await self._update(
-            gvk, name, namespace, "status", obj, field_manager=field_manager, dry_run=dry_run
-        )
+        options = WriteOptions(field_manager=field_manager, dry_run=dry_run)
+        return await self._update(Target(*object_identity(obj), "status"), obj, options)
 
     @overload
     async def patch_status(
@@ -538,19 +507,10 @@ class StatusWriter(_Writes, Protocol):
             ApiError: any other refusal.
         """
         gvk, name, ns, body = split_target(target, args, namespace)
-        _check_force(force, patch_type)
-        return await self._patch(
-            gvk,
-            name,
-            ns,
-            "status",
-            body,
-            patch_type,
-            field_manager=field_manager,
-            force=force,
-            dry_run=dry_run,
-            metadata_only=False,
+        options = PatchOptions(
+            patch_type=patch_type, field_manager=field_manager, force=force, dry_run=dry_run
         )
+        return await self._patch(Target(gvk, name, ns, "status"), body, _checked(options))
 
 
 class SubResourceClient(_Reads, _Writes, Protocol):
@@ -564,7 +524,7 @@ class SubResourceClient(_Reads, _Writes, Protocol):
         Raises:
             NotFound: no such object, or the kind has no status subresource.
         """
-        return await self._get(gvk, name, namespace, "status", metadata_only=False)
+        return await self._get(Target(gvk, name, namespace, "status"), metadata_only=False)
 
     async def get_scale(
         self, gvk: GVK, name: str, *, namespace: str | None = None
@@ -574,7 +534,7 @@ class SubResourceClient(_Reads, _Writes, Protocol):
         Raises:
             NotFound: no such object, or the kind has no scale subresource.
         """
-        return await self._get(gvk, name, namespace, "scale", metadata_only=False)
+        return await self._get(Target(gvk, name, namespace, "scale"), metadata_only=False)
 
     async def update_scale(
         self,
@@ -592,9 +552,8 @@ class SubResourceClient(_Reads, _Writes, Protocol):
         """
         meta = scale.get("metadata") or {}
         name, namespace = str(meta.get("name", "")), meta.get("namespace") or None
-        return await self._update(
-            gvk, name, namespace, "scale", scale, field_manager=field_manager, dry_run=dry_run
-        )
+        options = WriteOptions(field_manager=field_manager, dry_run=dry_run)
+        return await self._update(Target(gvk, name, namespace, "scale"), scale, options)
 
     @overload
     async def patch_scale(
@@ -639,18 +598,8 @@ class SubResourceClient(_Reads, _Writes, Protocol):
             Invalid: a JSON patch operation failed.
         """
         gvk, name, ns, body = split_target(target, args, namespace)
-        return await self._patch(
-            gvk,
-            name,
-            ns,
-            "scale",
-            body,
-            patch_type,
-            field_manager=field_manager,
-            force=False,
-            dry_run=dry_run,
-            metadata_only=False,
-        )
+        options = PatchOptions(patch_type=patch_type, field_manager=field_manager, dry_run=dry_run)
+        return await self._patch(Target(gvk, name, ns, "scale"), body, options)
 
 
 class ListerWatcher(Protocol):

@@ -2,9 +2,10 @@
 
 They play the part of apimachinery's ListOptions, PatchOptions and DeleteOptions: ``SelectorLike``
 label and field selectors, the ``PatchType`` a patch body is sent as, and a delete's
-``Preconditions`` and ``PropagationPolicy``. ``ListOptions``, ``WatchOptions`` and
-``DeleteOptions`` carry a call's options, already normalised, from the client interfaces to the
-primitives of a client (HTTP, testenv's fake, the cache). The functions below encode them for a
+``Preconditions`` and ``PropagationPolicy``. A ``Target`` (kind, name, namespace, subresource)
+and ``ListOptions``, ``WatchOptions``, ``WriteOptions``, ``PatchOptions`` and ``DeleteOptions``
+carry a call, already normalised, from the client interfaces to the primitives of a client (HTTP,
+testenv's fake, the cache). The functions below encode them for a
 request, as query parameters and a DeleteOptions body; ``object_identity`` and ``split_target``
 read which object a call is about.
 """
@@ -21,11 +22,14 @@ from reconcile.gvk import GVK
 __all__ = [
     "DeleteOptions",
     "ListOptions",
+    "PatchOptions",
     "PatchType",
     "Preconditions",
     "PropagationPolicy",
     "SelectorLike",
+    "Target",
     "WatchOptions",
+    "WriteOptions",
     "delete_options",
     "object_identity",
     "query_params",
@@ -69,6 +73,35 @@ class Preconditions:
         """The ``preconditions`` field of DeleteOptions."""
         found = {"uid": self.uid, "resourceVersion": self.resource_version}
         return {key: value for key, value in found.items() if value}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The object a call is about: its kind, name and namespace, and the subresource if any."""
+
+    gvk: GVK
+    name: str
+    namespace: str | None = None
+    subresource: str = ""
+    """"" for the object itself, else "status" or "scale"."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteOptions:
+    """The options of a create or an update, as ``Client.create``'s."""
+
+    field_manager: str | None = None
+    """None: the client's own."""
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PatchOptions(WriteOptions):
+    """The options of a patch, as ``Client.patch``'s."""
+
+    patch_type: PatchType = PatchType.MERGE
+    force: bool = False
+    metadata_only: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

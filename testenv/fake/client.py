@@ -21,7 +21,15 @@ import anyio.lowlevel
 
 from reconcile.client.client import DEFAULT_FIELD_MANAGER, Client
 from reconcile.client.config import ClusterConfig
-from reconcile.client.options import DeleteOptions, ListOptions, PatchType, WatchOptions
+from reconcile.client.options import (
+    DeleteOptions,
+    ListOptions,
+    PatchOptions,
+    PatchType,
+    Target,
+    WatchOptions,
+    WriteOptions,
+)
 from reconcile.client.restmapper import RESTMapper
 from reconcile.client.transport import Transport
 from reconcile.flowcontrol import RetryAfter, Unlimited
@@ -197,16 +205,20 @@ class FakeClient(Client):
         await anyio.lowlevel.checkpoint()
         return self._registry.kind(gvk).resource
 
-    async def _get(
-        self, gvk: GVK, name: str, namespace: str | None, subresource: str, *, metadata_only: bool
-    ) -> dict[str, Any]:
+    def _kind_of(self, target: Target) -> FakeKind:
+        """The kind a non-scale target names, if served with that subresource."""
+        kind = self._registry.kind(target.gvk)
+        if target.subresource and not kind.status:
+            raise no_subresource()
+        return kind
+
+    async def _get(self, target: Target, *, metadata_only: bool) -> dict[str, Any]:
         await anyio.lowlevel.checkpoint()
-        if subresource == "scale":
+        gvk, name, namespace = target.gvk, target.name, target.namespace
+        if target.subresource == "scale":
             kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
             return scale_of(kind, stored)
-        kind = self._registry.kind(gvk)
-        if subresource and not kind.status:
-            raise no_subresource()
+        kind = self._kind_of(target)
         stored = strategy.stored_object(self._store, kind, object_key(kind, name, namespace))
         return served(stored, gvk)
 
@@ -239,92 +251,64 @@ class FakeClient(Client):
         }
 
     async def _create(
-        self,
-        gvk: GVK,
-        namespace: str | None,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
         await anyio.lowlevel.checkpoint()
         kind = self._registry.kind(gvk)
         self._guard("POST", kind, namespace, None)
+        dry_run = options.dry_run
         return served(
             strategy.insert(self._store, kind, gvk, body, seeding=False, dry_run=dry_run), gvk
         )
 
     async def _update(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Mapping[str, Any],
-        *,
-        field_manager: str | None,
-        dry_run: bool,
+        self, target: Target, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
         await anyio.lowlevel.checkpoint()
-        if subresource == "scale":
+        gvk, name, namespace, dry_run = target.gvk, target.name, target.namespace, options.dry_run
+        if target.subresource == "scale":
             kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
             self._guard("PUT", kind, namespace, name, "scale")
             return write_scale(self._store, kind, gvk, stored, body, dry_run)
-        kind = self._registry.kind(gvk)
-        if subresource and not kind.status:
-            raise no_subresource()
+        kind = self._kind_of(target)
         key = object_key(kind, name, namespace)
-        self._guard("PUT", kind, namespace, name, subresource)
+        self._guard("PUT", kind, namespace, name, target.subresource)
         stored = strategy.stored_object(self._store, kind, key)
         # A custom resource's update must name the version it replaces, as the apiserver says.
         strategy.check_version(kind, stored, body, required=kind.custom)
-        if subresource:
+        if target.subresource:
             return served(strategy.write_status(self._store, kind, stored, body, dry_run), gvk)
         return served(strategy.replace(self._store, kind, gvk, stored, body, dry_run), gvk)
 
-    async def _patch(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Any,
-        patch_type: PatchType,
-        *,
-        field_manager: str | None,
-        force: bool,
-        dry_run: bool,
-        metadata_only: bool,
-    ) -> dict[str, Any]:
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> dict[str, Any]:
         await anyio.lowlevel.checkpoint()
-        if subresource == "scale":
+        gvk, name, namespace, dry_run = target.gvk, target.name, target.namespace, options.dry_run
+        patch_type = options.patch_type
+        if target.subresource == "scale":
             kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
             self._guard("PATCH", kind, namespace, name, "scale")
             patched = patch_document(scale_of(kind, stored), body, patch_type)
             return write_scale(self._store, kind, gvk, stored, patched, dry_run)
-        kind = self._registry.kind(gvk)
-        if subresource and not kind.status:
-            raise no_subresource()
+        kind = self._kind_of(target)
         key = object_key(kind, name, namespace)
-        self._guard("PATCH", kind, namespace, name, subresource)
+        self._guard("PATCH", kind, namespace, name, target.subresource)
         current = self._store.objects[kind.group_kind].get(key)
         if current is None:
-            if patch_type is not PatchType.APPLY or subresource:
+            if patch_type is not PatchType.APPLY or target.subresource:
                 raise not_found(kind, name)
             return served(
                 strategy.apply_create(self._store, kind, gvk, name, namespace, body, dry_run), gvk
             )
-        status = subresource == "status"
+        status = target.subresource == "status"
         new = strategy.patch(
             self._store, kind, gvk, current, body, patch_type, status=status, dry_run=dry_run
         )
         return served(new, gvk)
 
-    async def _delete(
-        self, gvk: GVK, name: str, namespace: str | None, options: DeleteOptions
-    ) -> dict[str, Any]:
+    async def _delete(self, target: Target, options: DeleteOptions) -> dict[str, Any]:
         # Propagation policies and grace periods are accepted and ignored: no garbage collector.
         await anyio.lowlevel.checkpoint()
+        gvk, name, namespace = target.gvk, target.name, target.namespace
         kind = self._registry.kind(gvk)
         key = object_key(kind, name, namespace)
         self._guard("DELETE", kind, namespace, name)

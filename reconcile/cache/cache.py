@@ -38,7 +38,7 @@ from reconcile.cache.options import (
     ScopeError,
 )
 from reconcile.cache.store import LABEL_INDEX_PREFIX, NAMESPACE_INDEX, Indexer, IndexFunc
-from reconcile.client.client import ListerWatcher
+from reconcile.client.interfaces import ListerWatcher
 from reconcile.errors import Forbidden, NoKindMatch, NotFound, Unauthorized
 from reconcile.gvk import GVK
 from reconcile.labels import Selector, parse_selector

@@ -30,7 +30,7 @@ from reconcile.cache.reflector import (
     StateSignal,
 )
 from reconcile.cache.store import Indexer, IndexFunc, decode, encode
-from reconcile.client.client import ListerWatcher
+from reconcile.client.interfaces import ListerWatcher
 from reconcile.objects import Obj, object_key
 
 __all__ = [

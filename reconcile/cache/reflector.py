@@ -43,7 +43,7 @@ import anyio
 import structlog
 
 from reconcile.cache.store import release_heap
-from reconcile.client.client import DEFAULT_PAGE_SIZE, ListerWatcher
+from reconcile.client.interfaces import DEFAULT_PAGE_SIZE, ListerWatcher
 from reconcile.errors import (
     ApiError,
     BadRequest,

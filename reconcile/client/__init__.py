@@ -1,16 +1,14 @@
-"""Client talks to one apiserver: the typed-by-GVK client, its configuration and credentials,
-kubeconfig loading, the transport, discovery (RESTMapper) and watch decoding (controller-runtime's
-pkg/client with client-go's rest and tools/clientcmd).
+"""Client talks to one apiserver: the interfaces every client shares (Reader, Writer, ...), the
+typed-by-GVK client, its configuration and credentials, kubeconfig loading, the transport,
+discovery (RESTMapper) and watch decoding (controller-runtime's pkg/client with client-go's rest
+and tools/clientcmd).
 """
 
 from reconcile.client.client import (
     DEFAULT_FIELD_MANAGER,
     DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_PAGE_SIZE,
     DEFAULT_REQUEST_TIMEOUT,
     Client,
-    ListerWatcher,
-    Reader,
 )
 from reconcile.client.config import (
     ClusterConfig,
@@ -24,6 +22,16 @@ from reconcile.client.credentials import (
     ExecPlugin,
     TokenFile,
 )
+from reconcile.client.interfaces import (
+    DEFAULT_PAGE_SIZE,
+    ListerWatcher,
+    ObjectClient,
+    Reader,
+    StatusWriter,
+    SubResourceClient,
+    WithWatch,
+    Writer,
+)
 from reconcile.client.kubeconfig import (
     Selection,
     kubeconfig_paths,
@@ -34,10 +42,13 @@ from reconcile.client.kubeconfig import (
     select_context,
 )
 from reconcile.client.options import (
+    DeleteOptions,
+    ListOptions,
     PatchType,
     Preconditions,
     PropagationPolicy,
     SelectorLike,
+    WatchOptions,
     delete_options,
     object_identity,
     query_params,
@@ -75,11 +86,14 @@ __all__ = [
     "DEFAULT_READ_BUFFER",
     "DEFAULT_REQUEST_TIMEOUT",
     "DEFAULT_TOKEN_FILE_PERIOD",
+    "DeleteOptions",
     "DiscoveryFetch",
     "EXEC_API_VERSIONS",
     "ExecCredential",
     "ExecPlugin",
+    "ListOptions",
     "ListerWatcher",
+    "ObjectClient",
     "PatchType",
     "Preconditions",
     "PropagationPolicy",
@@ -87,10 +101,15 @@ __all__ = [
     "Reader",
     "Selection",
     "SelectorLike",
+    "StatusWriter",
+    "SubResourceClient",
     "TokenFile",
     "Transport",
     "WATCH_READ_GRACE",
     "WatchEvents",
+    "WatchOptions",
+    "WithWatch",
+    "Writer",
     "delete_options",
     "kubeconfig_paths",
     "merge_kubeconfigs",

@@ -10,16 +10,19 @@ REST paths by a discovery-backed ``RESTMapper``.
 Verbs: ``get``, ``list`` (one page) and ``list_all`` (every page), ``create``, ``update``, ``patch``
 (merge, JSON, strategic merge, server-side ``apply``), ``delete``, ``delete_all_of``; the status
 (``get_status``, ``update_status``, ``patch_status``) and scale (``get_scale``, ``update_scale``,
-``patch_scale``) subresources; ``watch`` and ``lister_watcher`` for reflectors.
+``patch_scale``) subresources; ``watch`` and ``lister_watcher`` for reflectors. They and their
+docstrings are the interfaces' of ``client.interfaces`` (``Reader``, ``Writer``, ``StatusWriter``,
+``SubResourceClient``, ``WithWatch``), which this client, testenv's fake and the cache-backed
+client share; this module implements their primitives as HTTP requests.
 
 Objects to write are identified by their own apiVersion, kind and metadata; objects to read (or to
 delete or patch without holding them) by a ``GVK``, a name and a namespace. Any non-2xx answer
 raises the ``ApiError`` subclass its Status reason names, chained to the HTTP error.
 
-``Reader`` (get + list) is the interface this client shares with the cache-backed reader;
 ``ListerWatcher`` is what a reflector consumes. The options of a call (selectors, ``PatchType``,
 ``Preconditions``, ``PropagationPolicy``) live in ``client.options`` and the watch stream reader
-``WatchEvents`` in ``client.watch``; they are re-exported here.
+``WatchEvents`` in ``client.watch``; they are re-exported here, as are ``Reader`` and
+``ListerWatcher``.
 """
 
 from __future__ import annotations
@@ -30,28 +33,32 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from importlib import metadata
 from types import TracebackType
-from typing import Any, Final, Protocol, overload
+from typing import Any, Final
 
 import aiohttp
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from reconcile.client.config import ClusterConfig
+from reconcile.client.interfaces import DEFAULT_PAGE_SIZE, ListerWatcher, ObjectClient, Reader
 from reconcile.client.options import (
+    DeleteOptions,
+    ListOptions,
+    PatchOptions,
     PatchType,
     Preconditions,
     PropagationPolicy,
     SelectorLike,
-    delete_options,
-    object_identity,
+    Target,
+    WatchOptions,
+    WriteOptions,
     query_params,
     selector_string,
-    split_target,
 )
 from reconcile.client.restmapper import DEFAULT_MIN_REFRESH_INTERVAL, RESTMapper
 from reconcile.client.transport import Transport
 from reconcile.client.watch import DEFAULT_MAX_WATCH_EVENT_BYTES, WATCH_READ_GRACE, WatchEvents
-from reconcile.errors import Gone, ResponseTooLarge, api_error
+from reconcile.errors import ResponseTooLarge, api_error
 from reconcile.flowcontrol import (
     DEFAULT_CLIENT_BURST,
     DEFAULT_CLIENT_QPS,
@@ -88,8 +95,6 @@ DEFAULT_FIELD_MANAGER: Final = "reconcile"
 """The field manager named on every write unless the client or the call names another."""
 DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 """Seconds one request (not a watch) may take in total; None on the client disables it."""
-DEFAULT_PAGE_SIZE: Final = 500
-"""Objects per page in ``list_all`` (client-go's pager default)."""
 DEFAULT_MAX_RESPONSE_BYTES: Final = 256 << 20
 """Bytes of one answer (not a watch) read at most, decompressed: 256 MiB. Generous: a page of 500
 objects at etcd's 1.5 MiB object limit is 750 MiB, but real pages are KBs an object, and a whole
@@ -114,76 +119,6 @@ def _user_agent() -> str:
 
 
 USER_AGENT: Final = _user_agent()
-
-
-class Reader(Protocol):
-    """Reads objects: the live client and the cache-backed reader both satisfy it."""
-
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        """The object ``name`` (in ``namespace`` for namespaced kinds), as a new dict.
-
-        Raises:
-            NotFound: no such object.
-            NoKindMatch: the kind is not served.
-        """
-        ...
-
-    async def list(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-    ) -> dict[str, Any]:
-        """A List object (``items``, ``metadata.resourceVersion``, ``metadata.continue``); every
-        item carries apiVersion and kind. ``namespace=None`` lists all namespaces.
-
-        Raises:
-            NoKindMatch: the kind is not served.
-        """
-        ...
-
-
-class ListerWatcher(Protocol):
-    """One collection (kind, namespace, selectors) a reflector lists and watches."""
-
-    async def list(
-        self,
-        *,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-    ) -> dict[str, Any]:
-        """One page of the collection as the raw List object (items, metadata.resourceVersion,
-        metadata.continue).
-
-        Raises:
-            ApiError: e.g. Gone for 410, Forbidden for 403, NotFound for an unknown resource path.
-            NoKindMatch: the kind is not served.
-        """
-        ...
-
-    def watch(
-        self,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_watch_bookmarks: bool = True,
-        send_initial_events: bool = False,
-    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
-        """Open a watch; the iterator yields raw events {"type": "ADDED"|"MODIFIED"|"DELETED"|
-        "BOOKMARK"|"ERROR", "object": {...}} decoded from the newline-delimited JSON stream, and
-        ends when the server closes the stream. Exiting the context closes the HTTP response.
-
-        Raises:
-            ApiError: the watch request itself was refused.
-            NoKindMatch: the kind is not served.
-        """
-        ...
 
 
 def _transport_error(response: aiohttp.ClientResponse) -> aiohttp.ClientResponseError:
@@ -262,7 +197,7 @@ def _limiter(qps: float | None, burst: int | None) -> RequestLimiter:
     return TokenBucket(qps=qps or DEFAULT_CLIENT_QPS, burst=burst or DEFAULT_CLIENT_BURST)
 
 
-class Client:
+class Client(ObjectClient):
     """A live client for one cluster: reads and writes go straight to its apiserver.
 
     Create it inside a running event loop (or with ``await Client.connect()``) and close it with
@@ -462,6 +397,9 @@ class Client:
         path = resource.path(namespace, name)
         return f"{path}/{subresource}" if subresource else path
 
+    async def _target_path(self, target: Target) -> str:
+        return await self._path(target.gvk, target.namespace, target.name, target.subresource)
+
     async def resource_for(self, gvk: GVK) -> Resource:
         """How the apiserver serves ``gvk`` (plural, scope, subresources, verbs).
 
@@ -470,560 +408,94 @@ class Client:
         """
         return await self.mapper.resource_for(gvk)
 
-    # Reads.
+    # Primitives under the interfaces' methods: one request each, arguments already normalised.
 
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        """The object ``name`` of kind ``gvk``.
-
-        Raises:
-            NotFound: no such object.
-            NoKindMatch: the kind is not served.
-            ValueError: a namespaced kind without a namespace.
-            ApiError: any other refusal (e.g. Forbidden).
-        """
-        obj: dict[str, Any] = await self._call("GET", await self._path(gvk, namespace, name))
+    async def _get(self, target: Target, *, metadata_only: bool) -> dict[str, Any]:
+        path = await self._target_path(target)
+        accept = METADATA_ACCEPT if metadata_only else JSON
+        obj: dict[str, Any] = await self._call("GET", path, accept=accept)
         return obj
 
-    async def list(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        metadata_only: bool = False,
-    ) -> dict[str, Any]:
-        """One List object of kind ``gvk`` (all namespaces when ``namespace`` is None); with
-        ``metadata_only`` a PartialObjectMetadataList (items: metadata only, ``meta.k8s.io/v1``).
-
-        With ``limit``, a page: pass ``metadata.continue`` back as ``continue_`` for the next one.
-        ``resource_version``/``resource_version_match`` choose consistency as in the API ("0"
-        serves from the watch cache; "" or None is a quorum read). Items carry apiVersion/kind.
-
-        Raises:
-            Gone: the continue token (or resourceVersion) expired.
-            NoKindMatch: the kind is not served.
-            ApiError: any other refusal (e.g. Forbidden).
-        """
+    async def _list(self, gvk: GVK, namespace: str | None, options: ListOptions) -> dict[str, Any]:
         query = query_params(
-            labelSelector=selector_string(label_selector),
-            fieldSelector=selector_string(field_selector),
-            limit=limit,
-            resourceVersion=resource_version,
-            resourceVersionMatch=resource_version_match,
-            **{"continue": continue_ or None},
+            labelSelector=selector_string(options.label_selector),
+            fieldSelector=selector_string(options.field_selector),
+            limit=options.limit,
+            resourceVersion=options.resource_version,
+            resourceVersionMatch=options.resource_version_match,
+            **{"continue": options.continue_ or None},
         )
         path = await self._path(gvk, namespace)
-        if metadata_only:
+        if options.metadata_only:
             listing = await self._call("GET", path, query=query, accept=METADATA_LIST_ACCEPT)
             return _metadata_items(listing)
         listing = await self._call("GET", path, query=query)
         return _fill_items(listing, gvk)
 
-    async def list_all(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
-    ) -> builtins.list[dict[str, Any]]:
-        """Every matching object, fetched ``page_size`` at a time.
-
-        If a continue token expires mid-way (410), the whole list is read again in one request,
-        as client-go's pager does, so the result is always one consistent snapshot.
-
-        Raises:
-            NoKindMatch: the kind is not served.
-            ApiError: the apiserver refused the list.
-        """
-        selectors: dict[str, Any] = {
-            "namespace": namespace,
-            "label_selector": label_selector,
-            "field_selector": field_selector,
-        }
-        items: builtins.list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            try:
-                page = await self.list(gvk, limit=page_size, continue_=token, **selectors)
-            except Gone:
-                if token is None:
-                    raise
-                return (await self.list(gvk, **selectors))["items"] or []
-            items.extend(page.get("items") or ())
-            token = (page.get("metadata") or {}).get("continue") or None
-            if token is None:
-                return items
-
-    # Writes of whole objects.
-
-    def _write_query(self, field_manager: str | None, dry_run: bool) -> builtins.list[Any]:
-        dry_run_value = "All" if dry_run else None
-        return query_params(fieldManager=field_manager or self.field_manager, dryRun=dry_run_value)
-
-    async def create(
-        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Create ``obj`` (``metadata.generateName`` works); returns the object as stored.
-
-        Raises:
-            AlreadyExists: the name is taken.
-            Invalid: validation failed.
-            NoKindMatch: the kind is not served.
-            ValueError: ``obj`` lacks apiVersion/kind, or a namespace for a namespaced kind.
-            ApiError: any other refusal (e.g. Forbidden).
-        """
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or None
-        resource = await self.mapper.resource_for(GVK.of(obj))
-        if resource.namespaced and not namespace:
-            raise ValueError(f"{resource.gvk.kind} is namespaced: metadata.namespace is required")
-        created: dict[str, Any] = await self._call(
-            "POST",
-            resource.path(namespace),
-            query=self._write_query(field_manager, dry_run),
-            body=obj,
+    def _write_query(self, options: WriteOptions) -> builtins.list[Any]:
+        return query_params(
+            fieldManager=options.field_manager or self.field_manager,
+            dryRun="All" if options.dry_run else None,
         )
+
+    async def _create(
+        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
+    ) -> dict[str, Any]:
+        path, query = await self._path(gvk, namespace), self._write_query(options)
+        created: dict[str, Any] = await self._call("POST", path, query=query, body=body)
         return created
 
-    async def _put(
-        self, obj: Mapping[str, Any], subresource: str, field_manager: str | None, dry_run: bool
+    async def _update(
+        self, target: Target, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        gvk, name, namespace = object_identity(obj)
-        path = await self._path(gvk, namespace, name, subresource)
-        query = self._write_query(field_manager, dry_run)
-        updated: dict[str, Any] = await self._call("PUT", path, query=query, body=obj)
+        path, query = await self._target_path(target), self._write_query(options)
+        updated: dict[str, Any] = await self._call("PUT", path, query=query, body=body)
         return updated
 
-    async def update(
-        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Replace ``obj``; its ``metadata.resourceVersion`` makes this an optimistic update.
-
-        Raises:
-            Conflict: the resourceVersion is stale; re-read and retry.
-            NotFound: no such object.
-            Invalid: validation failed.
-            ApiError: any other refusal.
-        """
-        return await self._put(obj, "", field_manager, dry_run)
-
-    async def update_status(
-        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Replace ``obj``'s status through the status subresource (its spec is ignored).
-
-        Raises:
-            Conflict: the resourceVersion is stale.
-            NotFound: no such object, or the kind has no status subresource.
-            ApiError: any other refusal.
-        """
-        return await self._put(obj, "status", field_manager, dry_run)
-
-    async def apply(
-        self,
-        obj: Mapping[str, Any],
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Server-side apply ``obj``: own exactly the fields it sets, creating it if needed.
-
-        ``force`` takes fields over from other managers instead of failing. ``managedFields``
-        in ``obj`` is ignored (the apiserver refuses it in an apply body); a resourceVersion in
-        ``obj`` makes the apply conditional on it (Conflict when stale).
-
-        Raises:
-            Conflict: another manager owns a field with a different value (and not ``force``).
-            Invalid: validation failed.
-            ApiError: any other refusal.
-        """
-        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
-        body = {**obj, "metadata": meta}
-        return await self.patch(
-            obj,
-            body,
-            patch_type=PatchType.APPLY,
-            field_manager=field_manager,
-            force=force,
-            dry_run=dry_run,
-        )
-
-    # Patches: of an object held (obj, patch) or named (gvk, name, patch, namespace=...).
-
-    @overload
-    async def patch(
-        self,
-        obj: Mapping[str, Any],
-        patch: Any,
-        /,
-        *,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-        metadata_only: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def patch(
-        self,
-        gvk: GVK,
-        name: str,
-        patch: Any,
-        /,
-        *,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-        metadata_only: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def patch(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-        metadata_only: bool = False,
-    ) -> dict[str, Any]:
-        """Patch an object (default: JSON merge patch); returns the patched object, or with
-        ``metadata_only`` its PartialObjectMetadata (the apiserver sends only the metadata: a
-        label patch of a large object need not carry it back).
-
-        ``patch`` is a dict (merge, strategic, apply) or a list of operations (JSON patch).
-        ``force`` is only meaningful for ``PatchType.APPLY``.
-
-        Raises:
-            NotFound: no such object (apply creates instead).
-            Conflict: a failed ``test`` operation, or an apply conflict without ``force``.
-            Invalid: the result fails validation, or a patch type the kind does not support.
-            ValueError: ``force`` with a patch type other than APPLY.
-            ApiError: any other refusal.
-        """
-        gvk, name, ns, body = split_target(target, args, namespace)
-        patched = await self._patch(
-            gvk,
-            name,
-            ns,
-            "",
-            body,
-            patch_type,
-            field_manager,
-            force,
-            dry_run,
-            accept=METADATA_ACCEPT if metadata_only else JSON,
-        )
-        return as_partial_object_metadata(patched) if metadata_only else patched
-
-    async def _patch(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: str,
-        body: Any,
-        patch_type: PatchType,
-        field_manager: str | None,
-        force: bool,
-        dry_run: bool,
-        *,
-        accept: str = JSON,
-    ) -> dict[str, Any]:
-        if force and patch_type is not PatchType.APPLY:
-            raise ValueError("force is only valid for server-side apply (PatchType.APPLY)")
-        query = self._write_query(field_manager, dry_run) + query_params(force=force)
-        path = await self._path(gvk, namespace, name, subresource)
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> dict[str, Any]:
+        query = self._write_query(options) + query_params(force=options.force)
+        path = await self._target_path(target)
+        accept = METADATA_ACCEPT if options.metadata_only else JSON
+        content_type = options.patch_type.value
         patched: dict[str, Any] = await self._call(
-            "PATCH", path, query=query, body=body, content_type=patch_type.value, accept=accept
+            "PATCH", path, query=query, body=body, content_type=content_type, accept=accept
         )
         return patched
 
-    @overload
-    async def patch_status(
-        self,
-        obj: Mapping[str, Any],
-        patch: Any,
-        /,
-        *,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def patch_status(
-        self,
-        gvk: GVK,
-        name: str,
-        patch: Any,
-        /,
-        *,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def patch_status(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Patch the status subresource, like ``patch``.
-
-        Raises:
-            NotFound: no such object, or the kind has no status subresource.
-            ApiError: any other refusal.
-        """
-        gvk, name, ns, body = split_target(target, args, namespace)
-        return await self._patch(
-            gvk, name, ns, "status", body, patch_type, field_manager, force, dry_run
-        )
-
-    # Deletes.
-
-    @overload
-    async def delete(
-        self,
-        obj: Mapping[str, Any],
-        /,
-        *,
-        propagation_policy: PropagationPolicy | None = ...,
-        grace_period_seconds: int | None = ...,
-        preconditions: Preconditions | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def delete(
-        self,
-        gvk: GVK,
-        name: str,
-        /,
-        *,
-        namespace: str | None = ...,
-        propagation_policy: PropagationPolicy | None = ...,
-        grace_period_seconds: int | None = ...,
-        preconditions: Preconditions | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def delete(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Preconditions | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Delete an object; returns what the apiserver answered: the object (still present
-        while finalizers or graceful deletion hold it, else as it was) or a Status.
-
-        Raises:
-            NotFound: no such object.
-            Conflict: a precondition (uid, resourceVersion) no longer holds.
-            ApiError: any other refusal.
-        """
-        gvk, name, ns, _ = split_target(target, args, namespace)
-        options = delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
-        answer: dict[str, Any] = await self._call(
-            "DELETE", await self._path(gvk, ns, name), body=options
-        )
+    async def _delete(self, target: Target, options: DeleteOptions) -> dict[str, Any]:
+        path = await self._target_path(target)
+        answer: dict[str, Any] = await self._call("DELETE", path, body=options.to_json())
         return answer
 
-    async def delete_all_of(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        dry_run: bool = False,
+    async def _delete_collection(
+        self, gvk: GVK, namespace: str | None, selectors: ListOptions, options: DeleteOptions
     ) -> dict[str, Any]:
-        """Delete every object of ``gvk`` matching the selectors in one request (deletecollection).
-
-        A namespaced kind needs a namespace: a cluster-wide wipe is never implied by omission.
-
-        Raises:
-            ValueError: a namespaced kind without a namespace.
-            ApiError: the apiserver refused (e.g. Forbidden, MethodNotAllowed).
-        """
-        resource = await self.mapper.resource_for(gvk)
-        if resource.namespaced and not namespace:
-            raise ValueError(f"{gvk.kind} is namespaced: delete_all_of needs a namespace")
         query = query_params(
-            labelSelector=selector_string(label_selector),
-            fieldSelector=selector_string(field_selector),
+            labelSelector=selector_string(selectors.label_selector),
+            fieldSelector=selector_string(selectors.field_selector),
         )
-        options = delete_options(propagation_policy, grace_period_seconds, None, dry_run)
+        path = await self._path(gvk, namespace)
         answer: dict[str, Any] = await self._call(
-            "DELETE", resource.path(namespace), query=query, body=options
+            "DELETE", path, query=query, body=options.to_json()
         )
         return answer
 
-    # Subresources: status and scale reads and writes.
-
-    async def get_status(
-        self, gvk: GVK, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        """The object read through its status subresource.
-
-        Raises:
-            NotFound: no such object, or the kind has no status subresource.
-        """
-        obj: dict[str, Any] = await self._call(
-            "GET", await self._path(gvk, namespace, name, "status")
-        )
-        return obj
-
-    async def get_scale(
-        self, gvk: GVK, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        """The object's autoscaling/v1 Scale (``spec.replicas``, ``status.replicas``/selector).
-
-        Raises:
-            NotFound: no such object, or the kind has no scale subresource.
-        """
-        scale: dict[str, Any] = await self._call(
-            "GET", await self._path(gvk, namespace, name, "scale")
-        )
-        return scale
-
-    async def update_scale(
-        self,
-        gvk: GVK,
-        scale: Mapping[str, Any],
-        *,
-        field_manager: str | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Replace the Scale of the ``gvk`` object named in ``scale``'s metadata.
-
-        Raises:
-            Conflict: ``scale`` carries a stale resourceVersion.
-            NotFound: no such object, or the kind has no scale subresource.
-        """
-        meta = scale.get("metadata") or {}
-        path = await self._path(gvk, meta.get("namespace"), str(meta.get("name", "")), "scale")
-        query = self._write_query(field_manager, dry_run)
-        updated: dict[str, Any] = await self._call("PUT", path, query=query, body=scale)
-        return updated
-
-    @overload
-    async def patch_scale(
-        self,
-        obj: Mapping[str, Any],
-        patch: Any,
-        /,
-        *,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def patch_scale(
-        self,
-        gvk: GVK,
-        name: str,
-        patch: Any,
-        /,
-        *,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def patch_scale(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        field_manager: str | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Patch the Scale, e.g. ``{"spec": {"replicas": 3}}``; returns the new Scale.
-
-        Raises:
-            NotFound: no such object, or the kind has no scale subresource.
-        """
-        gvk, name, ns, body = split_target(target, args, namespace)
-        return await self._patch(
-            gvk, name, ns, "scale", body, patch_type, field_manager, False, dry_run
-        )
-
-    # Watches.
-
-    def watch(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
-        allow_watch_bookmarks: bool = True,
-        send_initial_events: bool = False,
-        metadata_only: bool = False,
+    def _watch(
+        self, gvk: GVK, namespace: str | None, options: WatchOptions
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
-        """Watch changes of kind ``gvk`` from ``resource_version``: ``async with`` it to get an
-        iterator of raw events that ends when the server closes the stream after
-        ``timeout_seconds``. Leaving the block (or cancellation) closes the response.
-        ``metadata_only`` asks for events of PartialObjectMetadata (a server that cannot sends
-        whole objects: reduce them with ``as_partial_object_metadata``).
-
-        ``send_initial_events`` asks for the current state as ADDED events first, ending with a
-        BOOKMARK annotated ``k8s.io/initial-events-end`` (WatchList; implies NotOlderThan).
-
-        Raises:
-            ApiError: the apiserver refused the watch (e.g. Gone for a compacted version).
-            NoKindMatch: the kind is not served.
-            TimeoutError: while iterating, the stream went silent well past ``timeout_seconds``.
-            ResponseTooLarge: while iterating, an event was longer than ``max_watch_event_bytes``.
-        """
+        initial = options.send_initial_events
         query = query_params(
             watch=True,
-            labelSelector=selector_string(label_selector),
-            fieldSelector=selector_string(field_selector),
-            resourceVersion=resource_version or None,
-            timeoutSeconds=timeout_seconds,
-            allowWatchBookmarks=allow_watch_bookmarks,
-            sendInitialEvents=send_initial_events,
-            resourceVersionMatch="NotOlderThan" if send_initial_events else None,
+            labelSelector=selector_string(options.label_selector),
+            fieldSelector=selector_string(options.field_selector),
+            resourceVersion=options.resource_version or None,
+            timeoutSeconds=options.timeout_seconds,
+            allowWatchBookmarks=options.allow_watch_bookmarks,
+            sendInitialEvents=initial,
+            resourceVersionMatch="NotOlderThan" if initial else None,
         )
-        accept = METADATA_ACCEPT if metadata_only else JSON
-        return self._stream(gvk, namespace, query, timeout_seconds, accept)
+        accept = METADATA_ACCEPT if options.metadata_only else JSON
+        return self._stream(gvk, namespace, query, options.timeout_seconds, accept)
 
     @contextlib.asynccontextmanager
     async def _stream(
@@ -1063,86 +535,3 @@ class Client:
         finally:
             # Closing (not releasing) drops the connection: the stream was not read to its end.
             response.close()
-
-    def lister_watcher(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        metadata_only: bool = False,
-    ) -> ListerWatcher:
-        """The collection of ``gvk`` (optionally one namespace, selectors) for a reflector;
-        with ``metadata_only`` listed and watched as PartialObjectMetadata.
-
-        The kind is mapped lazily, on the first list or watch, so building it never fails.
-        """
-        return _ClientListerWatcher(
-            self, gvk, namespace, label_selector, field_selector, metadata_only
-        )
-
-
-class _ClientListerWatcher:
-    """A ListerWatcher over a Client for one kind, namespace and selectors."""
-
-    def __init__(
-        self,
-        client: Client,
-        gvk: GVK,
-        namespace: str | None,
-        label_selector: SelectorLike,
-        field_selector: SelectorLike,
-        metadata_only: bool = False,
-    ) -> None:
-        self._client = client
-        self.gvk = gvk
-        self.namespace = namespace
-        self.label_selector = label_selector
-        self.field_selector = field_selector
-        # Passed only when set: a client double without metadata support still lists whole.
-        self._view: dict[str, bool] = {"metadata_only": True} if metadata_only else {}
-
-    def __repr__(self) -> str:
-        where = f" in {self.namespace}" if self.namespace else ""
-        return f"ListerWatcher({self.gvk}{where})"
-
-    async def list(
-        self,
-        *,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-    ) -> dict[str, Any]:
-        return await self._client.list(
-            self.gvk,
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            limit=limit,
-            continue_=continue_,
-            resource_version=resource_version,
-            resource_version_match=resource_version_match,
-            **self._view,
-        )
-
-    def watch(
-        self,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_watch_bookmarks: bool = True,
-        send_initial_events: bool = False,
-    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
-        return self._client.watch(
-            self.gvk,
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
-            allow_watch_bookmarks=allow_watch_bookmarks,
-            send_initial_events=send_initial_events,
-            **self._view,
-        )

@@ -2,9 +2,12 @@
 
 They play the part of apimachinery's ListOptions, PatchOptions and DeleteOptions: ``SelectorLike``
 label and field selectors, the ``PatchType`` a patch body is sent as, and a delete's
-``Preconditions`` and ``PropagationPolicy``. The functions below encode them for a request, as
-query parameters and a DeleteOptions body; ``object_identity`` and ``split_target`` read which
-object a call is about, for the real client and testenv's fake alike.
+``Preconditions`` and ``PropagationPolicy``. A ``Target`` (kind, name, namespace, subresource)
+and ``ListOptions``, ``WatchOptions``, ``WriteOptions``, ``PatchOptions`` and ``DeleteOptions``
+carry a call, already normalised, from the client interfaces to the primitives of a client (HTTP,
+testenv's fake, the cache). The functions below encode them for a
+request, as query parameters and a DeleteOptions body; ``object_identity`` and ``split_target``
+read which object a call is about.
 """
 
 from __future__ import annotations
@@ -12,15 +15,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from reconcile.gvk import GVK
 
 __all__ = [
+    "DeleteOptions",
+    "ListOptions",
+    "PatchOptions",
     "PatchType",
     "Preconditions",
     "PropagationPolicy",
     "SelectorLike",
+    "Target",
+    "WatchOptions",
+    "WriteOptions",
     "delete_options",
     "object_identity",
     "query_params",
@@ -64,6 +73,80 @@ class Preconditions:
         """The ``preconditions`` field of DeleteOptions."""
         found = {"uid": self.uid, "resourceVersion": self.resource_version}
         return {key: value for key, value in found.items() if value}
+
+
+class Target(NamedTuple):
+    """The object a call is about: its kind, name and namespace, and the subresource if any.
+
+    A named tuple, not a frozen dataclass: every cached get builds one, and a tuple is built in
+    half the time (0.29 against 0.61 us), a third of what a get from the cache costs.
+    """
+
+    gvk: GVK
+    name: str
+    namespace: str | None = None
+    subresource: str = ""
+    """"" for the object itself, else "status" or "scale"."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteOptions:
+    """The options of a create or an update, as ``Client.create``'s."""
+
+    field_manager: str | None = None
+    """None: the client's own."""
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PatchOptions(WriteOptions):
+    """The options of a patch, as ``Client.patch``'s."""
+
+    patch_type: PatchType = PatchType.MERGE
+    force: bool = False
+    metadata_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListOptions:
+    """The options of a list (and the selectors of a deletecollection), as ``Client.list``'s."""
+
+    label_selector: SelectorLike = None
+    field_selector: SelectorLike = None
+    limit: int | None = None
+    continue_: str | None = None
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+    metadata_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchOptions:
+    """The options of a watch, as ``Client.watch``'s."""
+
+    label_selector: SelectorLike = None
+    field_selector: SelectorLike = None
+    resource_version: str | None = None
+    timeout_seconds: int = 300
+    allow_watch_bookmarks: bool = True
+    send_initial_events: bool = False
+    metadata_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteOptions:
+    """The options of a delete or deletecollection, as ``Client.delete``'s."""
+
+    propagation_policy: PropagationPolicy | None = None
+    grace_period_seconds: int | None = None
+    preconditions: Preconditions | None = None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The DeleteOptions body of the request."""
+        return delete_options(
+            self.propagation_policy, self.grace_period_seconds, self.preconditions, self.dry_run
+        )
 
 
 def selector_string(value: SelectorLike) -> str | None:

@@ -1,9 +1,11 @@
 """FakeClient is the in-memory apiserver of ``testenv.fake``, with the ``Client`` interface.
 
-Each verb checks what the apiserver checks (the kind is served, a namespace is given, the write
-guard allows it) and leaves the rest to the package's modules: the ``Registry`` of kinds, the
-``Store`` of objects and its event log, the write ``strategy``, patches, the scale subresource
-and watches. See ``testenv.fake`` for what it models and what it simplifies.
+Its methods, signatures and docstrings are ``Client``'s (one implementation, in
+``reconcile.client.interfaces``); the fake implements only the primitives beneath them. Each
+checks what the apiserver checks (the kind is served, a namespace is given, the write guard allows
+it) and leaves the rest to the package's modules: the ``Registry`` of kinds, the ``Store`` of
+objects and its event log, the write ``strategy``, patches, the scale subresource and watches. See
+``testenv.fake`` for what it models and what it simplifies.
 """
 
 from __future__ import annotations
@@ -12,21 +14,22 @@ import builtins
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, overload
+from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
 
-from reconcile.client.client import (
-    DEFAULT_FIELD_MANAGER,
-    Client,
-    PatchType,
-    Preconditions,
-    PropagationPolicy,
-    SelectorLike,
-)
+from reconcile.client.client import DEFAULT_FIELD_MANAGER, Client
 from reconcile.client.config import ClusterConfig
-from reconcile.client.options import object_identity, split_target
+from reconcile.client.options import (
+    DeleteOptions,
+    ListOptions,
+    PatchOptions,
+    PatchType,
+    Target,
+    WatchOptions,
+    WriteOptions,
+)
 from reconcile.client.restmapper import RESTMapper
 from reconcile.client.transport import Transport
 from reconcile.flowcontrol import RetryAfter, Unlimited
@@ -61,6 +64,12 @@ FAKE_HOST: Final = "https://fake.invalid"
 
 class FakeClient(Client):
     """An in-memory apiserver with the ``Client`` interface; see the ``testenv.fake`` docstring.
+
+    Where the apiserver would, it also raises: BadRequest for a selector that does not parse or
+    selects on an unsupported field, a create carrying a resourceVersion, or a resourceVersion
+    that does not parse; Invalid for a missing or invalid name, a custom resource updated without
+    a resourceVersion, a finalizer added to an object being deleted, or a failed JSON patch
+    operation; 415 for a strategic merge patch of a custom resource.
 
     Args:
         objects: preloaded as by ``seed`` (after ``crds`` are installed).
@@ -185,7 +194,7 @@ class FakeClient(Client):
         await anyio.lowlevel.checkpoint()
         return discovery_document(self._registry, path)
 
-    # --- reads -----------------------------------------------------------------------------------
+    # --- primitives under the Client interfaces: normalised arguments, the store ---------------
 
     async def resource_for(self, gvk: GVK) -> Resource:
         """How the fake serves ``gvk``.
@@ -196,57 +205,38 @@ class FakeClient(Client):
         await anyio.lowlevel.checkpoint()
         return self._registry.kind(gvk).resource
 
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        """The object ``name`` of kind ``gvk``, as a copy.
+    def _kind_of(self, target: Target) -> FakeKind:
+        """The kind a non-scale target names, if served with that subresource."""
+        kind = self._registry.kind(target.gvk)
+        if target.subresource and not kind.status:
+            raise no_subresource()
+        return kind
 
-        Raises:
-            NotFound: no such object.
-            NoKindMatch: the kind is not served.
-            ValueError: a namespaced kind without a namespace.
-        """
+    async def _get(self, target: Target, *, metadata_only: bool) -> dict[str, Any]:
+        await anyio.lowlevel.checkpoint()
+        gvk, name, namespace = target.gvk, target.name, target.namespace
+        if target.subresource == "scale":
+            kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
+            return scale_of(kind, stored)
+        kind = self._kind_of(target)
+        stored = strategy.stored_object(self._store, kind, object_key(kind, name, namespace))
+        return served(stored, gvk)
+
+    async def _list(self, gvk: GVK, namespace: str | None, options: ListOptions) -> dict[str, Any]:
+        # Field selectors: metadata.name, metadata.namespace and the kind's field labels, with
+        # =, == and !=. Pages are one consistent snapshot; "Exact" reads the event log.
         await anyio.lowlevel.checkpoint()
         kind = self._registry.kind(gvk)
-        return served(
-            strategy.stored_object(self._store, kind, object_key(kind, name, namespace)), gvk
-        )
-
-    async def list(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        limit: int | None = None,
-        continue_: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        metadata_only: bool = False,
-    ) -> dict[str, Any]:
-        """One List object, ordered by namespace and name; items carry apiVersion and kind.
-        With ``metadata_only``, a PartialObjectMetadataList, as the apiserver answers.
-
-        Field selectors: metadata.name, metadata.namespace and the kind's field labels, with
-        ``=``, ``==`` and ``!=``. Pages (``limit``/``continue_``) are one consistent snapshot;
-        ``resource_version_match="Exact"`` reads the past from the event log.
-
-        Raises:
-            BadRequest: a selector that does not parse or selects on an unsupported field.
-            Gone: the continue token or exact version is older than the event log.
-            NoKindMatch: the kind is not served.
-        """
-        await anyio.lowlevel.checkpoint()
-        kind = self._registry.kind(gvk)
-        matcher = parse_filter(kind, namespace, label_selector, field_selector)
+        matcher = parse_filter(kind, namespace, options.label_selector, options.field_selector)
         items, meta = self._store.page(
             kind.group_kind,
             matcher,
-            resource_version=resource_version,
-            match=resource_version_match,
-            token=continue_,
-            limit=limit,
+            resource_version=options.resource_version,
+            match=options.resource_version_match,
+            token=options.continue_,
+            limit=options.limit,
         )
-        if metadata_only:
+        if options.metadata_only:
             return {
                 "apiVersion": METADATA_API_VERSION,
                 "kind": f"{PARTIAL_OBJECT_METADATA}List",
@@ -260,281 +250,72 @@ class FakeClient(Client):
             "items": [served(obj, gvk) for obj in items],
         }
 
-    async def get_status(
-        self, gvk: GVK, name: str, *, namespace: str | None = None
+    async def _create(
+        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        """The object read through its status subresource.
-
-        Raises:
-            NotFound: no such object, or the kind has no status subresource.
-        """
-        if not self._registry.kind(gvk).status:
-            raise no_subresource()
-        return await self.get(gvk, name, namespace=namespace)
-
-    # --- writes of whole objects -----------------------------------------------------------------
-
-    async def create(
-        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Create ``obj``; returns it as stored (uid, creationTimestamp, resourceVersion,
-        generation set; status dropped where it is a subresource).
-
-        Raises:
-            AlreadyExists: the name is taken.
-            BadRequest: ``obj`` carries a resourceVersion.
-            Invalid: no name or generateName, or an invalid name.
-            NoKindMatch: the kind is not served.
-            ValueError: ``obj`` lacks apiVersion/kind, or a namespace for a namespaced kind.
-        """
         await anyio.lowlevel.checkpoint()
-        gvk = GVK.of(obj)
         kind = self._registry.kind(gvk)
-        namespace = (obj.get("metadata") or {}).get("namespace") or None
-        if kind.namespaced and not namespace:
-            raise ValueError(f"{gvk.kind} is namespaced: metadata.namespace is required")
         self._guard("POST", kind, namespace, None)
+        dry_run = options.dry_run
         return served(
-            strategy.insert(self._store, kind, gvk, obj, seeding=False, dry_run=dry_run), gvk
+            strategy.insert(self._store, kind, gvk, body, seeding=False, dry_run=dry_run), gvk
         )
 
-    async def update(
-        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
+    async def _update(
+        self, target: Target, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        """Replace ``obj``; its ``metadata.resourceVersion`` makes this an optimistic update.
-
-        Raises:
-            Conflict: the resourceVersion is stale.
-            NotFound: no such object.
-            Invalid: a custom resource without a resourceVersion; a finalizer added to an object
-                being deleted.
-        """
         await anyio.lowlevel.checkpoint()
-        gvk, name, namespace = object_identity(obj)
-        kind = self._registry.kind(gvk)
+        gvk, name, namespace, dry_run = target.gvk, target.name, target.namespace, options.dry_run
+        if target.subresource == "scale":
+            kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
+            self._guard("PUT", kind, namespace, name, "scale")
+            return write_scale(self._store, kind, gvk, stored, body, dry_run)
+        kind = self._kind_of(target)
         key = object_key(kind, name, namespace)
-        self._guard("PUT", kind, namespace, name)
+        self._guard("PUT", kind, namespace, name, target.subresource)
         stored = strategy.stored_object(self._store, kind, key)
-        strategy.check_version(kind, stored, obj, required=kind.custom)
-        return served(strategy.replace(self._store, kind, gvk, stored, obj, dry_run), gvk)
+        # A custom resource's update must name the version it replaces, as the apiserver says.
+        strategy.check_version(kind, stored, body, required=kind.custom)
+        if target.subresource:
+            return served(strategy.write_status(self._store, kind, stored, body, dry_run), gvk)
+        return served(strategy.replace(self._store, kind, gvk, stored, body, dry_run), gvk)
 
-    async def update_status(
-        self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Replace ``obj``'s status through the status subresource; everything else is ignored.
-
-        Raises:
-            Conflict: the resourceVersion is stale.
-            NotFound: no such object, or the kind has no status subresource.
-        """
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> dict[str, Any]:
         await anyio.lowlevel.checkpoint()
-        gvk, name, namespace = object_identity(obj)
-        kind = self._registry.kind(gvk)
-        if not kind.status:
-            raise no_subresource()
+        gvk, name, namespace, dry_run = target.gvk, target.name, target.namespace, options.dry_run
+        patch_type = options.patch_type
+        if target.subresource == "scale":
+            kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
+            self._guard("PATCH", kind, namespace, name, "scale")
+            patched = patch_document(scale_of(kind, stored), body, patch_type)
+            return write_scale(self._store, kind, gvk, stored, patched, dry_run)
+        kind = self._kind_of(target)
         key = object_key(kind, name, namespace)
-        self._guard("PUT", kind, namespace, name, "status")
-        stored = strategy.stored_object(self._store, kind, key)
-        strategy.check_version(kind, stored, obj, required=kind.custom)
-        return served(strategy.write_status(self._store, kind, stored, obj, dry_run), gvk)
-
-    # --- patches ---------------------------------------------------------------------------------
-
-    @overload
-    async def patch(
-        self,
-        obj: Mapping[str, Any],
-        patch: Any,
-        /,
-        *,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-        metadata_only: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def patch(
-        self,
-        gvk: GVK,
-        name: str,
-        patch: Any,
-        /,
-        *,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-        metadata_only: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def patch(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-        metadata_only: bool = False,
-    ) -> dict[str, Any]:
-        """Patch an object (default: JSON merge patch); returns the patched object (with
-        ``metadata_only``, its PartialObjectMetadata, as the apiserver answers).
-
-        A resourceVersion the patch sets is a precondition (Conflict when stale). APPLY creates
-        a missing object.
-
-        Raises:
-            NotFound: no such object (apply creates instead).
-            Conflict: the patch sets a stale resourceVersion.
-            Invalid: a JSON patch operation failed (a ``test`` included), as the apiserver says.
-            ApiError: 415 for a strategic merge patch of a custom resource.
-            ValueError: ``force`` with a patch type other than APPLY.
-        """
-        gvk, name, ns, body = split_target(target, args, namespace)
-        patched = await self._patch_stored(gvk, name, ns, "", body, patch_type, force, dry_run)
-        return as_partial_object_metadata(patched) if metadata_only else patched
-
-    async def _patch_stored(
-        self,
-        gvk: GVK,
-        name: str,
-        namespace: str | None,
-        subresource: Literal["", "status"],
-        body: Any,
-        patch_type: PatchType,
-        force: bool,
-        dry_run: bool,
-    ) -> dict[str, Any]:
-        await anyio.lowlevel.checkpoint()
-        if force and patch_type is not PatchType.APPLY:
-            raise ValueError("force is only valid for server-side apply (PatchType.APPLY)")
-        kind = self._registry.kind(gvk)
-        if subresource and not kind.status:
-            raise no_subresource()
-        key = object_key(kind, name, namespace)
-        self._guard("PATCH", kind, namespace, name, subresource)
-        stored = self._store.objects[kind.group_kind].get(key)
-        if stored is None:
-            if patch_type is not PatchType.APPLY or subresource:
+        self._guard("PATCH", kind, namespace, name, target.subresource)
+        current = self._store.objects[kind.group_kind].get(key)
+        if current is None:
+            if patch_type is not PatchType.APPLY or target.subresource:
                 raise not_found(kind, name)
             return served(
                 strategy.apply_create(self._store, kind, gvk, name, namespace, body, dry_run), gvk
             )
-        status = subresource == "status"
+        status = target.subresource == "status"
         new = strategy.patch(
-            self._store, kind, gvk, stored, body, patch_type, status=status, dry_run=dry_run
+            self._store, kind, gvk, current, body, patch_type, status=status, dry_run=dry_run
         )
         return served(new, gvk)
 
-    @overload
-    async def patch_status(
-        self,
-        obj: Mapping[str, Any],
-        patch: Any,
-        /,
-        *,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def patch_status(
-        self,
-        gvk: GVK,
-        name: str,
-        patch: Any,
-        /,
-        *,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        force: bool = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def patch_status(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Patch the status subresource, like ``patch``; only the status changes.
-
-        Raises:
-            NotFound: no such object, or the kind has no status subresource.
-        """
-        gvk, name, ns, body = split_target(target, args, namespace)
-        return await self._patch_stored(gvk, name, ns, "status", body, patch_type, force, dry_run)
-
-    # --- deletes ---------------------------------------------------------------------------------
-
-    @overload
-    async def delete(
-        self,
-        obj: Mapping[str, Any],
-        /,
-        *,
-        propagation_policy: PropagationPolicy | None = ...,
-        grace_period_seconds: int | None = ...,
-        preconditions: Preconditions | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def delete(
-        self,
-        gvk: GVK,
-        name: str,
-        /,
-        *,
-        namespace: str | None = ...,
-        propagation_policy: PropagationPolicy | None = ...,
-        grace_period_seconds: int | None = ...,
-        preconditions: Preconditions | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def delete(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Preconditions | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Delete an object: answers a Success Status, or the object when finalizers hold it
-        (marked with deletionTimestamp until an update removes the last one).
-
-        ``propagation_policy`` and ``grace_period_seconds`` are accepted and ignored.
-
-        Raises:
-            NotFound: no such object.
-            Conflict: a precondition (uid, resourceVersion) does not hold.
-        """
+    async def _delete(self, target: Target, options: DeleteOptions) -> dict[str, Any]:
+        # Propagation policies and grace periods are accepted and ignored: no garbage collector.
         await anyio.lowlevel.checkpoint()
-        gvk, name, ns, _ = split_target(target, args, namespace)
+        gvk, name, namespace = target.gvk, target.name, target.namespace
         kind = self._registry.kind(gvk)
-        key = object_key(kind, name, ns)
-        self._guard("DELETE", kind, ns, name)
+        key = object_key(kind, name, namespace)
+        self._guard("DELETE", kind, namespace, name)
         stored = strategy.stored_object(self._store, kind, key)
-        if preconditions is not None:
-            strategy.check_preconditions(kind, stored, preconditions)
-        obj, gone = strategy.delete(self._store, kind, stored, dry_run)
+        if options.preconditions is not None:
+            strategy.check_preconditions(kind, stored, options.preconditions)
+        obj, gone = strategy.delete(self._store, kind, stored, options.dry_run)
         if not gone:
             return served(obj, gvk)
         details = {**details_of(kind, name), "uid": obj["metadata"]["uid"]}
@@ -546,31 +327,16 @@ class FakeClient(Client):
             "details": details,
         }
 
-    async def delete_all_of(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        dry_run: bool = False,
+    async def _delete_collection(
+        self, gvk: GVK, namespace: str | None, selectors: ListOptions, options: DeleteOptions
     ) -> dict[str, Any]:
-        """Delete every matching object (finalizers hold theirs); answers a List of them.
-
-        Raises:
-            ValueError: a namespaced kind without a namespace.
-            BadRequest: a selector that does not parse.
-            NoKindMatch: the kind is not served.
-        """
+        # Answers a List of the objects deleted (or held by their finalizers).
         await anyio.lowlevel.checkpoint()
         kind = self._registry.kind(gvk)
-        if kind.namespaced and not namespace:
-            raise ValueError(f"{gvk.kind} is namespaced: delete_all_of needs a namespace")
-        matcher = parse_filter(kind, namespace, label_selector, field_selector)
+        matcher = parse_filter(kind, namespace, selectors.label_selector, selectors.field_selector)
         self._guard("DELETE", kind, namespace, None)
         chosen = self._store.select(kind.group_kind, matcher)
+        dry_run = options.dry_run
         items = [served(strategy.delete(self._store, kind, obj, dry_run)[0], gvk) for obj in chosen]
         return {
             "apiVersion": gvk.api_version,
@@ -579,157 +345,28 @@ class FakeClient(Client):
             "items": items,
         }
 
-    # --- the scale subresource -------------------------------------------------------------------
-
-    async def get_scale(
-        self, gvk: GVK, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        """The object's autoscaling/v1 Scale, read through the kind's scale paths.
-
-        Raises:
-            NotFound: no such object, or the kind has no scale subresource.
-        """
-        await anyio.lowlevel.checkpoint()
-        kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
-        return scale_of(kind, stored)
-
-    async def update_scale(
-        self,
-        gvk: GVK,
-        scale: Mapping[str, Any],
-        *,
-        field_manager: str | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Set the replicas of the ``gvk`` object named in ``scale``'s metadata.
-
-        Raises:
-            Conflict: ``scale`` carries a stale resourceVersion.
-            NotFound: no such object, or the kind has no scale subresource.
-        """
-        await anyio.lowlevel.checkpoint()
-        meta = scale.get("metadata") or {}
-        name, namespace = str(meta.get("name", "")), meta.get("namespace") or None
-        kind, stored = scalable(self._registry, self._store, gvk, name, namespace)
-        self._guard("PUT", kind, namespace, name, "scale")
-        return write_scale(self._store, kind, gvk, stored, scale, dry_run)
-
-    @overload
-    async def patch_scale(
-        self,
-        obj: Mapping[str, Any],
-        patch: Any,
-        /,
-        *,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    @overload
-    async def patch_scale(
-        self,
-        gvk: GVK,
-        name: str,
-        patch: Any,
-        /,
-        *,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        field_manager: str | None = ...,
-        dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
-
-    async def patch_scale(
-        self,
-        target: GVK | Mapping[str, Any],
-        /,
-        *args: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        field_manager: str | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Patch the Scale, e.g. ``{"spec": {"replicas": 3}}``; returns the new Scale.
-
-        Raises:
-            NotFound: no such object, or the kind has no scale subresource.
-            Invalid: a JSON patch operation failed.
-        """
-        await anyio.lowlevel.checkpoint()
-        gvk, name, ns, body = split_target(target, args, namespace)
-        kind, stored = scalable(self._registry, self._store, gvk, name, ns)
-        self._guard("PATCH", kind, ns, name, "scale")
-        patched = patch_document(scale_of(kind, stored), body, patch_type)
-        return write_scale(self._store, kind, gvk, stored, patched, dry_run)
-
-    # --- watches ---------------------------------------------------------------------------------
-
-    def watch(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        label_selector: SelectorLike = None,
-        field_selector: SelectorLike = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
-        allow_watch_bookmarks: bool = True,
-        send_initial_events: bool = False,
-        metadata_only: bool = False,
-    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
-        """Watch changes of kind ``gvk`` after ``resource_version``: ``async with`` it for an
-        iterator of raw events that ends after ``timeout_seconds``, on ``end_watches()``, or when
-        the block is left; with ``metadata_only`` their objects are PartialObjectMetadata.
-
-        Without a version (or "0") the current objects come first as ADDED events;
-        ``send_initial_events`` adds the BOOKMARK annotated ``k8s.io/initial-events-end``. A
-        version older than the event log yields one ERROR event (410 Expired) and the end.
-
-        Raises:
-            BadRequest: a selector or resourceVersion that does not parse.
-            NoKindMatch: the kind is not served.
-        """
-        return self._watch(
-            gvk,
-            namespace,
-            label_selector,
-            field_selector,
-            resource_version,
-            timeout_seconds,
-            initial=send_initial_events or resource_version in (None, "", "0"),
-            bookmark=send_initial_events and allow_watch_bookmarks,
-            metadata_only=metadata_only,
-        )
-
     @contextlib.asynccontextmanager
     async def _watch(
-        self,
-        gvk: GVK,
-        namespace: str | None,
-        label_selector: SelectorLike,
-        field_selector: SelectorLike,
-        resource_version: str | None,
-        timeout_seconds: int,
-        *,
-        initial: bool,
-        bookmark: bool,
-        metadata_only: bool = False,
+        self, gvk: GVK, namespace: str | None, options: WatchOptions
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        # Without a version (or "0") the current objects come first as ADDED events, as a real
+        # watch from the watch cache does; send_initial_events adds the bookmark that ends them.
+        # The stream ends after timeout_seconds, on end_watches(), or when the block is left.
         await anyio.lowlevel.checkpoint()
         kind = self._registry.kind(gvk)
-        matcher = parse_filter(kind, namespace, label_selector, field_selector)
+        matcher = parse_filter(kind, namespace, options.label_selector, options.field_selector)
+        initial = options.send_initial_events or options.resource_version in (None, "", "0")
         opened = self._watches.open(
             kind,
             gvk,
             matcher,
-            resource_version,
-            timeout_seconds,
+            options.resource_version,
+            options.timeout_seconds,
             initial=initial,
-            bookmark=bookmark,
+            bookmark=options.send_initial_events and options.allow_watch_bookmarks,
         )
         async with opened as stream:
-            yield _metadata_events(stream) if metadata_only else stream
+            yield _metadata_events(stream) if options.metadata_only else stream
 
 
 async def _metadata_events(

@@ -110,6 +110,15 @@ async def test_a_metadata_only_patch_answers_with_the_metadata(api: Api) -> None
     assert "data" not in answer
 
 
+async def test_a_metadata_only_get_answers_with_the_metadata(api: Api) -> None:
+    created = await api.client.create(configmap("metaget", api.namespace, k="v"))
+    answer = await api.client.get(CONFIGMAP, "metaget", namespace=api.namespace, metadata_only=True)
+    assert answer["apiVersion"] == "meta.k8s.io/v1"
+    assert answer["kind"] == "PartialObjectMetadata"
+    assert answer["metadata"]["uid"] == created["metadata"]["uid"]
+    assert "data" not in answer
+
+
 async def test_an_expired_continue_token_is_410(api: Api, restartable: ControlPlane) -> None:
     client: Client = api.client
     namespace, restart = api.namespace, None

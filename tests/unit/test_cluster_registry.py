@@ -253,10 +253,12 @@ class Reads:
         self.names: list[str] = []
         self._get = fake.get
 
-        async def get(gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        async def get(
+            gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
+        ) -> dict[str, Any]:
             if gvk == SECRET:
                 self.names.append(f"{namespace}/{name}")
-            return await self._get(gvk, name, namespace=namespace)
+            return await self._get(gvk, name, namespace=namespace, metadata_only=metadata_only)
 
         fake.get = get  # type: ignore[method-assign]
 
@@ -379,7 +381,9 @@ async def test_a_missing_secret_or_reference_is_a_config_error(
 async def test_a_secret_the_controller_may_not_read_is_a_config_error(
     fake: FakeClient, tmp_path: Path
 ) -> None:
-    async def forbidden(gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+    async def forbidden(
+        gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
+    ) -> dict[str, Any]:
         message = f'secrets "{name}" is forbidden: User "system:serviceaccount:x:y" cannot get'
         raise Forbidden({"code": 403, "reason": "Forbidden", "message": message})
 

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from reconcile import GVK, Manager
+from reconcile.client.options import PatchOptions, Target
 from reconcile.leaderelection import micro_time
 from reconcile.objects import Obj
 from reconcile.sharding import Ring, ShardAssigner, ShardedKind, Sharder, owner
@@ -144,11 +145,11 @@ class _GatedFake(FakeClient):
         self.gate = anyio.Event()
         self.patched: list[str] = []
 
-    async def _patch_stored(self, gvk: GVK, name: str, *args: Any) -> Obj:
-        if gvk == CONFIGMAP:
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> Obj:
+        if target.gvk == CONFIGMAP:
             await self.gate.wait()
-            self.patched.append(name)
-        return await super()._patch_stored(gvk, name, *args)
+            self.patched.append(target.name)
+        return await super()._patch(target, body, options)
 
 
 def _configmap(name: str, **labels: str) -> Obj:
@@ -202,9 +203,9 @@ class _RecordingFake(FakeClient):
         super().__init__()
         self.patched: list[tuple[str, str]] = []
 
-    async def _patch_stored(self, gvk: GVK, name: str, *args: Any) -> Obj:
-        self.patched.append((gvk.kind, name))
-        return await super()._patch_stored(gvk, name, *args)
+    async def _patch(self, target: Target, body: Any, options: PatchOptions) -> Obj:
+        self.patched.append((target.gvk.kind, target.name))
+        return await super()._patch(target, body, options)
 
 
 async def test_a_key_whose_move_began_goes_before_the_keys_not_begun() -> None:

@@ -39,7 +39,7 @@ from prometheus_client import CollectorRegistry
 from reconcile.metrics import WorkQueueMetrics
 from reconcile.workqueue import QueueShutDown, WorkQueue
 
-__all__ = ["main"]
+__all__ = ["Baseline", "main", "prefilled_seconds"]
 
 DEFAULT_ITEMS: Final = 200_000
 BATCH: Final = 64
@@ -121,6 +121,11 @@ async def _run(queue: Queue, items: int, workers: int, *, streaming: bool) -> fl
     elapsed = time.perf_counter() - start
     assert sum(processed) == items, f"processed {sum(processed)} of {items}"
     return elapsed
+
+
+async def prefilled_seconds(queue: Queue, items: int) -> float:
+    """Seconds for "prefilled, 1 worker": add ``items`` keys, then get and done each one."""
+    return await _run(queue, items, 1, streaming=False)
 
 
 def _ours(metrics: bool) -> Callable[[int], Queue]:

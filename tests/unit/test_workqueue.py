@@ -483,6 +483,20 @@ async def test_a_worker_cancelled_at_get_takes_no_key() -> None:
     assert len(queue) == 1, "the key stays queued for another worker"
 
 
+@asyncio_test
+async def test_a_worker_cancelled_after_the_budget_takes_no_key() -> None:
+    clock = FakeClock()
+    queue = WorkQueue[str](clock=clock)
+    queue.add("a")
+    queue.add("b")
+    queue.done(await queue.get())  # the first get checkpoints and starts the budget
+    clock.time += YIELD_EVERY
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await queue.get()
+    assert len(queue) == 1, "the key stays queued for another worker"
+
+
 def test_add_after_without_delay_adds_now() -> None:
     queue = WorkQueue[str](clock=FakeClock())
     queue.add_after("a", 0)

@@ -33,7 +33,8 @@ QUEUE_BOUND: Final = 2.6
 """WorkQueue with metrics / asyncio.Queue + set, prefilled, 1 worker: 1.73-1.86 measured; 6.37
 with a checkpoint on every get (4c79ad6), 3.91 with the per-key cost doubled."""
 STORE_BOUND: Final = 2.7
-"""Indexer (upsert, upsert again, get) / a dict of orjson encodings: 1.64-1.94 measured."""
+"""Indexer (upsert, upsert again, get) / a dict of orjson encodings: 1.64-1.94 measured; 3.20
+with a busy wait in Indexer._put that more than doubles the store's cost per object."""
 
 
 Round = Callable[[], Awaitable[object]]

@@ -11,14 +11,25 @@ Run ``python bench/workqueue.py [items]``. Two scenarios, each for 1 and 8 worke
 WorkQueue runs with metrics on (a WorkQueueMetrics on a private registry) and off. The baseline is
 asyncio.Queue plus a set for dedup, which has no per-key exclusivity, priorities or metrics. Each
 figure is the best of three runs.
+
+When Go is installed, the same run also times controller-runtime's priority queue (its default
+metrics on) on "prefilled, 1 worker" through bench/workqueue_go, built once into
+~/.cache/reconcile/bench (a binary per source hash), and prints ours / Go's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final, Protocol
 
 import anyio
@@ -28,11 +39,13 @@ from prometheus_client import CollectorRegistry
 from reconcile.metrics import WorkQueueMetrics
 from reconcile.workqueue import QueueShutDown, WorkQueue
 
-__all__ = ["main"]
+__all__ = ["Baseline", "main", "prefilled_seconds"]
 
 DEFAULT_ITEMS: Final = 200_000
 BATCH: Final = 64
 RUNS: Final = 3
+GO_SOURCE: Final = Path(__file__).with_name("workqueue_go")
+GO_FILES: Final = ("go.mod", "go.sum", "main.go")
 
 
 class Queue(Protocol):
@@ -110,6 +123,11 @@ async def _run(queue: Queue, items: int, workers: int, *, streaming: bool) -> fl
     return elapsed
 
 
+async def prefilled_seconds(queue: Queue, items: int) -> float:
+    """Seconds for "prefilled, 1 worker": add ``items`` keys, then get and done each one."""
+    return await _run(queue, items, 1, streaming=False)
+
+
 def _ours(metrics: bool) -> Callable[[int], Queue]:
     def make(workers: int) -> Queue:
         recorder = WorkQueueMetrics(CollectorRegistry()).for_queue("bench") if metrics else None
@@ -132,8 +150,41 @@ def _calibration() -> float:
     return (time.perf_counter() - start) / 1_000_000 * 1e9
 
 
+def _go_binary() -> Path | None:
+    """The Go benchmark's binary, built on first use; None without a Go toolchain."""
+    go = shutil.which("go")
+    if go is None:
+        return None
+    digest = hashlib.sha256()
+    for name in GO_FILES:
+        digest.update((GO_SOURCE / name).read_bytes())
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "reconcile" / "bench"
+    binary = cache / f"workqueue-go-{digest.hexdigest()[:16]}"
+    if not binary.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        print(f"building {GO_SOURCE} (once, into {cache}) ...", flush=True)
+        partial = binary.with_suffix(".partial")
+        # go.sum is complete: readonly fails loudly instead of editing the checkout.
+        env = {**os.environ, "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
+        subprocess.run([go, "build", "-o", str(partial), "."], cwd=GO_SOURCE, env=env, check=True)
+        partial.rename(binary)
+    return binary
+
+
+def _go_figure(items: int) -> float | None:
+    """µs per add+get+done of controller-runtime's priority queue, best of RUNS; None without Go."""
+    binary = _go_binary()
+    if binary is None:
+        return None
+    argv = [str(binary), "-items", str(items), "-runs", str(RUNS)]
+    report = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+    return float(min(report["us_per_key"]))
+
+
 async def main(items: int = DEFAULT_ITEMS) -> None:
     """Print µs per key for each scenario and the ratio WorkQueue (metrics on) / baseline."""
+    # Go first, so that its build (once) and its figure come right before ours.
+    go = _go_figure(items)
     print(f"{items} keys, best of {RUNS} runs, µs per add+get+done")
     print(f"(this machine: {_calibration():.0f} ns per `table[key] = key` in a loop)")
     print(f"{'scenario':<22}{'workqueue+metrics':>18}{'workqueue':>12}{'baseline':>12}{'ratio':>8}")
@@ -142,6 +193,7 @@ async def main(items: int = DEFAULT_ITEMS) -> None:
         "plain": _ours(metrics=False),
         "baseline": Baseline,
     }
+    ours = math.nan
     for streaming in (False, True):
         for workers in (1, 8):
             figures: dict[str, float] = {}
@@ -153,6 +205,19 @@ async def main(items: int = DEFAULT_ITEMS) -> None:
                 f"{scenario:<22}{figures['metrics']:>18.3f}{figures['plain']:>12.3f}"
                 f"{figures['baseline']:>12.3f}{ratio:>8.2f}"
             )
+            if not streaming and workers == 1:
+                ours = figures["metrics"]
+    _print_go(ours, go)
+
+
+def _print_go(ours: float, go: float | None) -> None:
+    if go is None:
+        print("controller-runtime's priority queue: skipped (no `go` on PATH)")
+        return
+    print(
+        f"prefilled, 1 worker, metrics on: ours {ours:.3f} µs, controller-runtime's priority "
+        f"queue {go:.3f} µs, ours / Go = {ours / go:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -251,7 +251,7 @@ class Controller:
     async def _worker(self) -> None:
         while True:
             try:
-                request = await self.queue.get()  # a checkpoint: other tasks run between keys
+                request = await self.queue.get()  # a checkpoint at least once per YIELD_EVERY
             except QueueShutDown:
                 return
             try:

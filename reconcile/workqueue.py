@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 from collections import deque
 from collections.abc import Hashable
 from contextlib import AsyncExitStack
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_PRIORITY",
     "LOW_PRIORITY",
     "QueueShutDown",
+    "YIELD_EVERY",
     "WorkQueue",
 ]
 
@@ -57,6 +59,8 @@ DEFAULT_PRIORITY: Final = 0
 """Priority of a plain ``add``: live changes."""
 LOW_PRIORITY: Final = -100
 """Priority of initial-list and resync events, so that live changes jump ahead after a restart."""
+YIELD_EVERY: Final = 0.001
+"""Seconds of ready ``get`` calls after which one yields to the event loop (a real checkpoint)."""
 
 
 class QueueShutDown(Exception):
@@ -70,15 +74,19 @@ class WorkQueue(Generic[T]):
         rate_limiter: decides ``add_rate_limited`` delays; defaults to
             ``default_controller_rate_limiter()``.
         metrics: the recorder from ``WorkQueueMetrics.for_queue``; defaults to no metrics.
-        clock: times delayed adds: any object with ``now() -> float`` and
-            ``async sleep(seconds)`` (``math.inf`` sleeps until cancelled); defaults to
-            ``time.monotonic`` and ``anyio.sleep``. Tests pass a fake clock to step time.
+        clock: times delayed adds and ``get``'s yield budget: any object with
+            ``now() -> float`` and ``async sleep(seconds)`` (``math.inf`` sleeps until
+            cancelled); defaults to ``time.monotonic`` and ``anyio.sleep``. Tests pass a fake
+            clock to step time.
 
     Workers loop on ``item = await queue.get()`` (or ``async for item in queue``) and must call
-    ``queue.done(item)`` when finished, whatever the outcome. Every ``get`` passes a checkpoint
-    before it hands a key out, even when one is ready: a worker whose reconciles never await
-    (cache reads only) still lets watches, probes and Lease renewals run between keys, and a
-    cancelled worker takes no further key.
+    ``queue.done(item)`` when finished, whatever the outcome. A ``get`` passes a checkpoint
+    before it hands a key out, even when one is ready, once ``YIELD_EVERY`` seconds went by since
+    the last one: a worker whose reconciles never await (cache reads only) still lets watches,
+    probes and Lease renewals run at least that often, and a cancelled worker takes no further
+    key after that checkpoint. Reconciles that take longer (any that wait on the apiserver) pass
+    one at every ``get``; a burst of quick ones pays for a turn of the loop once per budget
+    rather than per key (a turn costs about twice the queue's own work for a key).
     """
 
     __slots__ = (
@@ -90,6 +98,7 @@ class WorkQueue(Generic[T]):
         "_getters",
         "_heap",
         "_metrics",
+        "_now",
         "_on_add",
         "_on_done",
         "_on_drop",
@@ -106,6 +115,7 @@ class WorkQueue(Generic[T]):
         "_sleep_scope",
         "_stale",
         "_waiting",
+        "_yield_at",
         "priority_cap",
     )
 
@@ -126,6 +136,8 @@ class WorkQueue(Generic[T]):
         self._on_done = self._metrics.done
         self._on_drop = self._metrics.drop
         self._clock: Clock = MonotonicClock() if clock is None else clock
+        # get() reads it for every key: time.monotonic itself unless a clock was passed.
+        self._now = time.monotonic if clock is None else clock.now
         # Ready keys: one FIFO per priority, listed highest priority first. While only the
         # default FIFO exists and holds no stale entry (_simple), get() pops it directly.
         self._default: deque[T] = deque()
@@ -154,6 +166,8 @@ class WorkQueue(Generic[T]):
         self._sleep_scope: anyio.CancelScope | None = None
         self._running = False
         self._exit_stack: AsyncExitStack | None = None
+        # When a get() with a key ready next yields to the loop; 0.0: the first one does.
+        self._yield_at = 0.0
 
     def __len__(self) -> int:
         """Keys ready to be handed out (not the parked, in-flight or delayed ones)."""
@@ -204,7 +218,10 @@ class WorkQueue(Generic[T]):
             QueueShutDown: the queue is shut down and nothing is left to hand out.
         """
         if self._queued:
-            await anyio.lowlevel.checkpoint()
+            # Yield (and see a cancellation) once per budget, not per key: see the class doc.
+            if self._now() >= self._yield_at:
+                await anyio.lowlevel.checkpoint()
+                self._yield_at = self._now() + YIELD_EVERY
             if self._queued:
                 return self._take()
         # Waiting for a key is a checkpoint too: no extra turn of the loop per live event.

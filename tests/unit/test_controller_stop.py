@@ -25,7 +25,7 @@ from reconcile import (
     Result,
     current_grace,
 )
-from reconcile.workqueue import LOW_PRIORITY, WorkQueue
+from reconcile.workqueue import LOW_PRIORITY, YIELD_EVERY, WorkQueue
 from testenv import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -128,12 +128,17 @@ async def test_workers_that_never_await_leave_the_loop_to_others() -> None:
     count = 0
     between: list[int] = []  # reconciles between two turns of another task
     since_tick = 0
+    keys = 200
 
     async def cache_only(request: Request) -> Result | None:
         nonlocal count, since_tick
         count += 1
         since_tick += 1
-        if count == QUEUED:
+        # Reads that take get()'s yield budget: quicker ones share a turn of the loop.
+        busy_until = time.monotonic() + YIELD_EVERY
+        while time.monotonic() < busy_until:
+            pass
+        if count == keys:
             done.set()
         return None
 
@@ -145,7 +150,7 @@ async def test_workers_that_never_await_leave_the_loop_to_others() -> None:
             await anyio.lowlevel.checkpoint()
 
     controller = Controller("fair", cache_only, options=ControllerOptions())
-    _fill(controller, QUEUED)
+    _fill(controller, keys)
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
             group.start_soon(ticker)

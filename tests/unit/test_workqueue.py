@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from reconcile.ratelimiter import ItemExponentialFailureRateLimiter
-from reconcile.workqueue import LOW_PRIORITY, QueueShutDown, WorkQueue
+from reconcile.workqueue import LOW_PRIORITY, YIELD_EVERY, QueueShutDown, WorkQueue
 from tests.builders import FakeClock
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
@@ -435,9 +435,8 @@ def test_the_priority_of_a_key_in_flight_is_known_until_done() -> None:
         queue.priority_of(key)
 
 
-@asyncio_test
-async def test_get_yields_to_the_loop_even_when_a_key_is_ready() -> None:
-    queue = WorkQueue[str]()
+async def _ticks_while_draining(queue: WorkQueue[str], clock: FakeClock, step: float) -> int:
+    """Turns another task gets while a worker that never awaits drains 100 keys."""
     for index in range(100):
         queue.add(f"k{index}")
     ticks = 0
@@ -453,15 +452,45 @@ async def test_get_yields_to_the_loop_even_when_a_key_is_ready() -> None:
         await anyio.lowlevel.checkpoint()
         start = ticks
         for _ in range(100):
-            queue.done(await queue.get())  # a worker that never awaits anything else
+            key = await queue.get()
+            clock.time += step  # the reconcile's time
+            queue.done(key)
         group.cancel_scope.cancel()
-    assert ticks - start >= 99, "another task ran between the keys"
+    return ticks - start
+
+
+@asyncio_test
+async def test_get_yields_to_the_loop_between_keys_that_take_the_budget() -> None:
+    clock = FakeClock()
+    ticks = await _ticks_while_draining(WorkQueue[str](clock=clock), clock, YIELD_EVERY)
+    assert ticks >= 99, "another task ran between the keys"
+
+
+@asyncio_test
+async def test_get_yields_once_per_budget_to_a_burst_of_quick_keys() -> None:
+    clock = FakeClock()
+    ticks = await _ticks_while_draining(WorkQueue[str](clock=clock), clock, YIELD_EVERY / 10)
+    assert 9 <= ticks <= 12, f"{ticks} turns of the loop for 100 keys of a tenth of the budget"
 
 
 @asyncio_test
 async def test_a_worker_cancelled_at_get_takes_no_key() -> None:
     queue = WorkQueue[str]()
     queue.add("a")
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await queue.get()
+    assert len(queue) == 1, "the key stays queued for another worker"
+
+
+@asyncio_test
+async def test_a_worker_cancelled_after_the_budget_takes_no_key() -> None:
+    clock = FakeClock()
+    queue = WorkQueue[str](clock=clock)
+    queue.add("a")
+    queue.add("b")
+    queue.done(await queue.get())  # the first get checkpoints and starts the budget
+    clock.time += YIELD_EVERY
     with anyio.CancelScope() as scope:
         scope.cancel()
         await queue.get()

@@ -22,6 +22,7 @@ from testenv.environment import HOST, Environment
 from testenv.etcd import Etcd
 from testenv.eventually import consistently, eventually
 from testenv.fake import BUILTIN_KINDS, FakeClient, FakeKind, ScalePaths
+from testenv.manager import manager_for, running
 from testenv.process import StartError
 from testenv.webhooks import WebhookInstaller, WebhookInstallOptions, WebhookServing
 
@@ -53,5 +54,7 @@ __all__ = [
     "kubernetes_version",
     "load_crds",
     "load_manifests",
+    "manager_for",
+    "running",
     "store_dir",
 ]

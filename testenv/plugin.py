@@ -22,6 +22,7 @@ import re
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
@@ -29,8 +30,12 @@ import pytest_asyncio
 from testenv.binaries import BinaryNotFound, find_binaries
 from testenv.controlplane import ControlPlane
 from testenv.environment import Environment
+from testenv.manager import manager_for
 from testenv.state import save_state
 from testenv.webhooks import WebhookInstaller
+
+if TYPE_CHECKING:
+    from reconcile import Manager
 
 __all__ = ["host", "multicluster", "namespace", "testenv", "webhooks"]
 
@@ -129,6 +134,16 @@ async def namespace(request: pytest.FixtureRequest, host: ControlPlane) -> Async
         yield name
     finally:
         await host.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def manager(host: ControlPlane) -> Manager:
+    """A Manager of the host as admin, not started: run it with ``async with running(manager)``.
+
+    Started here, it would be stopped in another task than the one that started it, which
+    anyio's task groups refuse; the test that starts it stops it.
+    """
+    return await manager_for(host)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
 
 from controllers.api import CLUSTER_GVK, CLUSTER_PROPAGATION_POLICY_GVK, PROPAGATION_POLICY_GVK
-from reconcile import GVK, Client, ClusterConfig, Manager, ManagerOptions, NotFound
+from reconcile import GVK, Client, ClusterConfig, NotFound
 from testenv import ControlPlane, eventually
 
 __all__ = [
@@ -34,10 +34,8 @@ __all__ = [
     "deployment_selector",
     "get_or_none",
     "gone",
-    "manager_of",
     "propagation_policy",
     "ready_cluster_status",
-    "running",
     "scaled",
     "service_account_token",
     "weighted",
@@ -200,27 +198,6 @@ async def admin_client(plane: ControlPlane, **options: Any) -> Client:
         plane.kubeconfig, temp_dir=plane.directory / "client"
     )
     return Client(config, **options)
-
-
-async def manager_of(plane: ControlPlane, **options: Any) -> Manager:
-    """A Manager of ``plane`` as admin; ``options`` are ManagerOptions fields (default: metrics
-    on an ephemeral port, so tests can scrape them and never collide)."""
-    config = await ClusterConfig.from_kubeconfig(
-        plane.kubeconfig, temp_dir=plane.directory / "client"
-    )
-    defaults: dict[str, Any] = {"metrics_bind_address": "127.0.0.1:0"}
-    return Manager(config, options=ManagerOptions(**{**defaults, **options}))
-
-
-@contextlib.asynccontextmanager
-async def running(manager: Manager) -> AsyncIterator[Manager]:
-    """``manager`` started (its ``start`` reported readiness) and stopped on exit."""
-    async with anyio.create_task_group() as group:
-        await group.start(manager.start)
-        try:
-            yield manager
-        finally:
-            manager.stop()
 
 
 async def service_account_token(client: Client, namespace: str, name: str) -> str:

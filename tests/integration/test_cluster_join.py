@@ -30,9 +30,9 @@ from reconcile import (
     NotFound,
     get_condition,
 )
-from testenv import ControlPlane, Environment, eventually
+from testenv import ControlPlane, Environment, eventually, manager_for, running
 from testenv.binaries import find_binaries
-from tests.builders import delete_and_wait, get_or_none, manager_of, running
+from tests.builders import delete_and_wait, get_or_none
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
 
@@ -77,7 +77,7 @@ async def test_join_then_the_controllers_connect_with_the_token_and_report_statu
     await join_cluster(name, host=host_client, member_kubeconfig=str(member.kubeconfig))
 
     host = multicluster.host
-    manager = await manager_of(host, metrics_bind_address="0")
+    manager = await manager_for(host, metrics_bind_address="0")
     registry = MemberRegistry(manager, scratch=host.directory / "client")
     setup_cluster_controller(manager, registry)
     setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
@@ -129,7 +129,7 @@ async def test_insecure_clusters_are_refused_with_a_clear_condition(
             },
         }
     )
-    manager = await manager_of(host, metrics_bind_address="0")
+    manager = await manager_for(host, metrics_bind_address="0")
     registry = MemberRegistry(manager)
     setup_cluster_controller(manager, registry)
     setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
@@ -193,7 +193,7 @@ async def _join_cli(host: ControlPlane, *argv: str) -> tuple[int, str, str]:
 
 @contextlib.asynccontextmanager
 async def _controllers(host: ControlPlane) -> AsyncIterator[MemberRegistry]:
-    manager = await manager_of(host, metrics_bind_address="0")
+    manager = await manager_for(host, metrics_bind_address="0")
     registry = MemberRegistry(manager, scratch=host.directory / "client")
     setup_cluster_controller(manager, registry)
     setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))

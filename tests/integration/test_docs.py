@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from reconcile import Manager
 from testenv import ControlPlane
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -60,6 +61,9 @@ async def test_the_tutorial_runs_as_written(host: ControlPlane, namespace: str) 
     await module["test_pod_count_follows_pods"](host, namespace)
 
 
-async def test_the_testing_page_runs_as_written(host: ControlPlane, namespace: str) -> None:
+async def test_the_testing_page_runs_as_written(
+    host: ControlPlane, namespace: str, manager: Manager
+) -> None:
     module = run_page(DOCS / "testing.md")
     await module["test_configmap"](host, namespace)
+    await module["test_configmaps_get_labelled"](host, namespace, manager)

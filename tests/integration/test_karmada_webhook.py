@@ -31,9 +31,16 @@ from controllers.cluster.binding import owner_reference
 from controllers.controllermanager import build
 from reconcile import GVK, AlreadyExists, ApiError, Client, Manager, NotFound
 from reconcile.webhook import WebhookServer
-from testenv import ControlPlane, WebhookInstaller, WebhookInstallOptions, WebhookServing
+from testenv import (
+    ControlPlane,
+    WebhookInstaller,
+    WebhookInstallOptions,
+    WebhookServing,
+    manager_for,
+    running,
+)
 from testenv.ports import free_port
-from tests.builders import deployment_selector, manager_of, propagation_policy, running
+from tests.builders import deployment_selector, propagation_policy
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -51,7 +58,7 @@ async def _webhook_manager(host: ControlPlane, webhooks: WebhookInstaller) -> Ma
     """A manager running only the webhook controller, behind deploy/webhook's configurations."""
     serving = await _install(webhooks)
     server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
-    manager = await manager_of(host, webhook_server=server)
+    manager = await manager_for(host, webhook_server=server)
     build(manager, controllers=["webhook"])
     return manager
 

@@ -29,8 +29,8 @@ from reconcile import (
     controller_managed_by,
     predicate,
 )
-from testenv import ControlPlane, User, consistently, eventually
-from tests.builders import deployment, manager_of, running, scaled
+from testenv import ControlPlane, User, consistently, eventually, manager_for, running
+from tests.builders import deployment, scaled
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -71,7 +71,7 @@ def _pod(name: str, namespace: str, owner: dict[str, Any], app: str) -> dict[str
 async def test_the_example_labels_replicasets_with_their_pod_count(
     host: ControlPlane, namespace: str
 ) -> None:
-    manager = await manager_of(host)
+    manager = await manager_for(host)
     setup(manager)
     client = manager.api_reader
     async with running(manager):
@@ -93,7 +93,7 @@ async def test_the_example_labels_replicasets_with_their_pod_count(
 async def test_predicates_filter_and_owned_changes_enqueue_the_owner(
     host: ControlPlane, namespace: str
 ) -> None:
-    manager = await manager_of(host)
+    manager = await manager_for(host)
     seen: Counter[str] = Counter()
 
     async def record(request: Request) -> Result | None:
@@ -135,7 +135,7 @@ async def test_predicates_filter_and_owned_changes_enqueue_the_owner(
 
 
 async def test_builder_misuse_is_reported_clearly(host: ControlPlane) -> None:
-    manager = await manager_of(host)
+    manager = await manager_for(host)
 
     async def noop(request: Request) -> Result | None:
         return None
@@ -152,7 +152,7 @@ async def test_builder_misuse_is_reported_clearly(host: ControlPlane) -> None:
 async def test_readyz_waits_for_caches_and_metrics_use_controller_runtime_names(
     host: ControlPlane, namespace: str
 ) -> None:
-    manager = await manager_of(host, health_probe_bind_address="127.0.0.1:0")
+    manager = await manager_for(host, health_probe_bind_address="127.0.0.1:0")
 
     async def noop(request: Request) -> Result | None:
         return None
@@ -179,7 +179,7 @@ async def test_readyz_waits_for_caches_and_metrics_use_controller_runtime_names(
         ):
             assert name in text, name
 
-    ready_manager = await manager_of(host, health_probe_bind_address="127.0.0.1:0")
+    ready_manager = await manager_for(host, health_probe_bind_address="127.0.0.1:0")
     controller_managed_by(ready_manager).for_(CONFIGMAP).complete(noop)
     async with running(ready_manager), aiohttp.ClientSession() as http:
         url = f"http://127.0.0.1:{ready_manager.probe_port}/readyz"
@@ -246,7 +246,7 @@ async def test_two_managers_elect_one_leader_and_hand_over(
 
         controller_managed_by(manager).for_(CONFIGMAP).complete(reconcile)
 
-    first, second = await manager_of(host, **lease), await manager_of(host, **lease)
+    first, second = await manager_for(host, **lease), await manager_for(host, **lease)
     build("first", first)
     build("second", second)
     async with anyio.create_task_group() as group:

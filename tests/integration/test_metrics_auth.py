@@ -18,8 +18,8 @@ import aiohttp
 import pytest
 
 from reconcile import GVK, Client, Manager
-from testenv import ControlPlane, eventually
-from tests.builders import admin_client, manager_of, running, service_account_token
+from testenv import ControlPlane, eventually, manager_for, running
+from tests.builders import admin_client, service_account_token
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -29,7 +29,7 @@ CLUSTER_ROLE_BINDING = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBindin
 
 
 async def _manager(host: ControlPlane, **options: Any) -> Manager:
-    return await manager_of(host, health_probe_bind_address="0", **options)
+    return await manager_for(host, health_probe_bind_address="0", **options)
 
 
 @asynccontextmanager

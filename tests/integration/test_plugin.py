@@ -39,6 +39,54 @@ async def test_second_test_gets_another_namespace(host, namespace):
 """
 
 
+CONTROLLER_TEST = """
+import pytest
+
+from reconcile import GVK, Request, controller_managed_by
+from testenv import eventually, running
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+MANAGERS = []
+
+
+async def test_a_controller_runs_against_the_host(host, namespace, manager):
+    MANAGERS.append(manager)
+    async def reconcile(request: Request) -> None:
+        if request.namespace != namespace:
+            return
+        cm = await manager.client.get(CONFIGMAP, request.name, namespace=namespace)
+        await manager.client.patch(cm, {"metadata": {"labels": {"seen": "yes"}}})
+
+    controller_managed_by(manager).for_(CONFIGMAP).complete(reconcile)
+    async with running(manager):
+        await host.request(
+            "POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "cm"}}
+        )
+
+        async def seen() -> bool:
+            cm = await host.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/cm")
+            return cm["metadata"].get("labels", {}).get("seen") == "yes"
+
+        await eventually(seen, timeout=30)
+
+
+async def test_each_test_gets_a_manager_of_its_own(manager):
+    MANAGERS.append(manager)
+    assert MANAGERS[0] is not MANAGERS[1]  # not the one the previous test ran and stopped
+"""
+
+
+def test_a_user_runs_a_manager_from_the_fixture_inside_the_test(
+    binaries: Binaries, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_controller=CONTROLLER_TEST)
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(binaries.kube_apiserver.parent))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
 def test_fixtures_work_in_a_user_project_and_keep_leaves_it_running(
     binaries: Binaries, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

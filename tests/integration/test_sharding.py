@@ -53,8 +53,9 @@ from testenv import (
     WebhookInstallOptions,
     WebhookServing,
     eventually,
+    manager_for,
 )
-from tests.builders import configmap, manager_of, scaled
+from tests.builders import configmap, scaled
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -140,7 +141,7 @@ class Fleet:
         server = None
         if webhook is not None:
             server = WebhookServer(host=webhook.host, port=webhook.port, cert_dir=webhook.cert_dir)
-        manager = await manager_of(
+        manager = await manager_for(
             self.host,
             webhook_server=server,
             leader_election=True,

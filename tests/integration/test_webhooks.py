@@ -18,8 +18,14 @@ import yaml
 from reconcile import GVK, Manager, webhook_managed_by
 from reconcile.objects import Obj
 from reconcile.webhook import AdmissionError, WebhookServer, mutate_path, validate_path
-from testenv import ControlPlane, WebhookInstaller, WebhookInstallOptions, WebhookServing
-from tests.builders import manager_of, running
+from testenv import (
+    ControlPlane,
+    WebhookInstaller,
+    WebhookInstallOptions,
+    WebhookServing,
+    manager_for,
+    running,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -160,7 +166,7 @@ async def serving_gadgets(
     )
     serving = await webhooks.install(options)
     server = WebhookServer(host=serving.host, port=serving.port, cert_dir=serving.cert_dir)
-    manager = await manager_of(host, webhook_server=server)
+    manager = await manager_for(host, webhook_server=server)
     (
         webhook_managed_by(manager)
         .for_(GADGET)

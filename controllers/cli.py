@@ -19,6 +19,7 @@ from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.cli import add_interpret_parser, lua_workers
 from controllers.interpreter.types import InterpreterError
 from controllers.manageroptions import LeaderElectionOptions, MetricsOptions, WebhookServerOptions
+from controllers.run import add_run_parser
 from controllers.shardingoptions import ShardingOptions
 from reconcile import ConfigError, LeadershipLost, ManagerOptions, configure_logging
 from reconcile.webhook import DEFAULT_CERT_DIR
@@ -240,6 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_join(commands)
     _add_webhook(commands)
     add_interpret_parser(commands)
+    add_run_parser(commands)
     # Only here: controllers reach testenv from the demo and this command alone (lint-imports).
     from testenv.cli import add_testenv_parser
 

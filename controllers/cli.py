@@ -18,7 +18,12 @@ from controllers.commands.cli import add_command_parsers
 from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.cli import add_interpret_parser, lua_workers
 from controllers.interpreter.types import InterpreterError
-from controllers.manageroptions import LeaderElectionOptions, MetricsOptions, WebhookServerOptions
+from controllers.manageroptions import (
+    LeaderElectionOptions,
+    MetricsOptions,
+    WebhookServerOptions,
+    manager_options,
+)
 from controllers.run import add_run_parser
 from controllers.shardingoptions import ShardingOptions
 from reconcile import ConfigError, LeadershipLost, ManagerOptions, configure_logging
@@ -89,13 +94,9 @@ def _controller_manager(args: argparse.Namespace) -> int:
     from controllers.controllermanager import run_controller_manager
 
     configure_logging(json=args.log_format == "json", level=args.log_level)
-    options = ManagerOptions(
-        **MetricsOptions.from_args(args).manager_fields(),
-        health_probe_bind_address=args.health_probe_bind_address,
-        **LeaderElectionOptions.from_args(args).manager_fields(),
+    options = manager_options(
+        args,
         leader_election_id="reconcile-controller-manager",
-        # This process exits right after the stop, so handing the Lease over is safe.
-        leader_election_release_on_cancel=True,
         webhook_server=WebhookServerOptions.from_args(args).server(),
     )
     try:

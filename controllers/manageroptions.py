@@ -14,7 +14,7 @@ from typing import Any, Final, Self
 
 from controllers.duration import parse_duration
 from controllers.flags import FlagSet, go_bool
-from reconcile import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME
+from reconcile import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ManagerOptions
 from reconcile.manager import DEFAULT_METRICS_BIND_ADDRESS
 from reconcile.webhook import DEFAULT_CERT_DIR, DEFAULT_WEBHOOK_PORT, WebhookServer
 
@@ -23,6 +23,7 @@ __all__ = [
     "LeaderElectionOptions",
     "MetricsOptions",
     "WebhookServerOptions",
+    "manager_options",
 ]
 
 DEFAULT_LEADER_ELECTION_NAMESPACE: Final = "karmada-system"
@@ -180,3 +181,21 @@ class WebhookServerOptions:
         return WebhookServer(
             port=self.port, cert_dir=self.cert_dir, cert_name=self.cert_name, key_name=self.key_name
         )
+
+
+def manager_options(
+    args: argparse.Namespace, *, leader_election_id: str, **fields: Any
+) -> ManagerOptions:
+    """The ``ManagerOptions`` a command's metrics, probe and leader-election flags set.
+
+    For a process that exits right after its manager stops, so the Lease is handed over on the
+    way out; ``fields`` are further ``ManagerOptions`` fields.
+    """
+    return ManagerOptions(
+        **MetricsOptions.from_args(args).manager_fields(),
+        health_probe_bind_address=args.health_probe_bind_address,
+        **LeaderElectionOptions.from_args(args).manager_fields(),
+        leader_election_id=leader_election_id,
+        leader_election_release_on_cancel=True,
+        **fields,
+    )

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from controllers.manageroptions import LeaderElectionOptions, MetricsOptions
+from controllers.manageroptions import LeaderElectionOptions, MetricsOptions, manager_options
 from reconcile import ConfigError, LeadershipLost, Manager, ManagerOptions, configure_logging
 
 __all__ = ["add_run_parser", "load_setup"]
@@ -68,13 +68,7 @@ def _run(args: argparse.Namespace) -> int:
     configure_logging(json=args.log_format == "json", level=args.log_level)
     try:
         setup = load_setup(args.target)
-        options = ManagerOptions(
-            **MetricsOptions.from_args(args).manager_fields(),
-            health_probe_bind_address=args.health_probe_bind_address,
-            **LeaderElectionOptions.from_args(args).manager_fields(),
-            leader_election_id=args.leader_election_id,
-            leader_election_release_on_cancel=True,  # the process exits right after the stop
-        )
+        options = manager_options(args, leader_election_id=args.leader_election_id)
         anyio.run(_serve, args, options, setup)
     except (ConfigError, ValueError, ImportError) as error:
         print(f"run: {error}", file=sys.stderr)

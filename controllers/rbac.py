@@ -1,12 +1,15 @@
 """Rbac is the host access each controller declares it needs, and what a set of manifests grants.
 
-Every controller's module (``controllers.catalog`` lists them) declares ``PERMISSIONS`` beside its
-``setup``: the API requests its code makes on the host cluster, as ``Rule``s (cache reads are
-``list`` + ``watch``, written ``cache(group, *resources)``, live reads ``get``, then the verbs it
-writes with, status subresources, a namespace for what only a Role grants), plus the verbs it uses
-on resource templates (``Permissions.templates``, and on their status for the kinds whose status
-it aggregates), which apply to whichever kinds the host lets it propagate. ``MANAGER`` holds what
-the framework itself needs (Events, the leader Lease, the metrics server's reviews).
+Built on the framework's ``reconcile.rbac`` (``Rule``, ``cache``, ``Grant``, ``granted``, ...,
+re-exported here); what is Karmada's: resource templates, the manager's Lease and ServiceAccount,
+and the catalog of controllers. Every controller's module (``controllers.catalog`` lists them)
+declares ``PERMISSIONS`` beside its ``setup``: the API requests its code makes on the host
+cluster, as ``Rule``s (cache reads are ``list`` + ``watch``, written ``cache(group, *resources)``,
+live reads ``get``, then the verbs it writes with, status subresources, a namespace for what only a
+Role grants), plus the verbs it uses on resource templates (``Permissions.templates``, and on their
+status for the kinds whose status it aggregates), which apply to whichever kinds the host lets it
+propagate. ``MANAGER`` holds what the framework itself needs (``manager_permissions``: Events, the
+leader Lease, the metrics server's reviews).
 ``required(controllers)`` gathers the declarations as ``Grant``s; ``granted(manifests, account)``
 computes, from RBAC manifests, what a ServiceAccount may do (aggregated ClusterRoles filled as
 kube-controller-manager fills them) — the unit tests compare the two for
@@ -20,14 +23,15 @@ added by binding more rules (an aggregated ClusterRole, see docs/operations.md).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
 
 from controllers.api import KARMADA_SYSTEM_NAMESPACE
 from controllers.catalog import CONTROLLER_MODULES
 from controllers.interpreter.native_status import AGGREGATE
-from reconcile import selector_from_label_selector
+from reconcile import rbac
+from reconcile.rbac import Grant, Rule, aggregated_rules, cache, manager_permissions, problems
 
 __all__ = [
     "AGGREGATE_LABEL",
@@ -57,56 +61,11 @@ LEASE_NAME: Final = "reconcile-controller-manager"
 """The leader-election Lease of ``reconcile controller-manager --leader-elect``."""
 
 
-class Grant(NamedTuple):
-    """One verb on one resource (or subresource, ``deployments/status``), in one namespace
-    (``""``: every namespace, as a ClusterRole grants), optionally of one object name only."""
-
-    namespace: str
-    group: str
-    resource: str
-    verb: str
-    name: str = ""
-
-    def __str__(self) -> str:
-        where = f" in {self.namespace}" if self.namespace else ""
-        named = f" named {self.name}" if self.name else ""
-        group = self.group or "core"
-        return f"{self.verb} {self.resource}.{group}{named}{where}"
-
-
 @dataclass(frozen=True)
-class Rule:
-    """Verbs on resources of API groups, and why the code needs them (one line)."""
+class Permissions(rbac.Permissions):
+    """What one controller does on the host: the framework's fixed rules, and verbs on resource
+    templates (which kinds those are is the host's choice, see ``template_grants``)."""
 
-    groups: tuple[str, ...]
-    resources: tuple[str, ...]
-    verbs: tuple[str, ...]
-    why: str
-    namespace: str = ""
-    """Only in this namespace (a Role); "" for every namespace (a ClusterRole)."""
-    names: tuple[str, ...] = ()
-    """Only these objects (resourceNames); () for all."""
-
-    def grants(self) -> Iterator[Grant]:
-        """Every (namespace, group, resource, verb, name) the rule stands for."""
-        for group in self.groups:
-            for resource in self.resources:
-                for verb in self.verbs:
-                    for name in self.names or ("",):
-                        yield Grant(self.namespace, group, resource, verb, name)
-
-
-def cache(group: str, *resources: str, why: str = "its cache") -> Rule:
-    """What an informer on ``resources`` of API ``group`` needs: ``list`` and ``watch`` (every
-    controller's cached reads, so written once here)."""
-    return Rule((group,), resources, ("list", "watch"), why)
-
-
-@dataclass(frozen=True)
-class Permissions:
-    """What one controller does on the host: fixed rules, and verbs on resource templates."""
-
-    rules: tuple[Rule, ...] = ()
     templates: tuple[str, ...] = ()
     """Verbs on every template kind it propagates (e.g. the detector's list, watch, patch)."""
     template_status: tuple[str, ...] = ()
@@ -152,36 +111,7 @@ DEFAULT_TEMPLATE_KINDS: Final = (
 """What Karmada users propagate most; not Secrets, RBAC, webhooks or CRDs (see the docs)."""
 
 MANAGER: Final = Permissions(
-    rules=(
-        Rule(("",), ("events",), ("create", "patch"), "EventRecorder: create, then count repeats"),
-        Rule(
-            ("coordination.k8s.io",),
-            ("leases",),
-            ("create",),
-            "leader election: the Lease, the first time",
-            namespace=KARMADA_SYSTEM_NAMESPACE,
-        ),
-        Rule(
-            ("coordination.k8s.io",),
-            ("leases",),
-            ("get", "update"),
-            "leader election: acquire, renew, release",
-            namespace=KARMADA_SYSTEM_NAMESPACE,
-            names=(LEASE_NAME,),
-        ),
-        Rule(
-            ("authentication.k8s.io",),
-            ("tokenreviews",),
-            ("create",),
-            "metrics server: who is the scraper (TokenReview)",
-        ),
-        Rule(
-            ("authorization.k8s.io",),
-            ("subjectaccessreviews",),
-            ("create",),
-            "metrics server: may the scraper get /metrics (SubjectAccessReview)",
-        ),
-    )
+    rules=manager_permissions(lease_name=LEASE_NAME, lease_namespace=KARMADA_SYSTEM_NAMESPACE).rules
 )
 """What the manager needs whichever controllers run (deploy/ runs it with --leader-elect)."""
 
@@ -237,103 +167,9 @@ def required(
     return grants | template_grants(kinds, permissions)
 
 
-# --- what manifests grant -----------------------------------------------------------------------
-
-
-@dataclass
-class _Roles:
-    cluster_roles: dict[str, dict[str, Any]] = field(default_factory=dict)
-    roles: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    bindings: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _sorted(manifests: Iterable[Mapping[str, Any]]) -> _Roles:
-    found = _Roles()
-    for manifest in manifests:
-        kind, meta = manifest.get("kind"), manifest.get("metadata") or {}
-        if kind == "ClusterRole":
-            found.cluster_roles[str(meta.get("name"))] = dict(manifest)
-        elif kind == "Role":
-            found.roles[(str(meta.get("namespace")), str(meta.get("name")))] = dict(manifest)
-        elif kind in ("ClusterRoleBinding", "RoleBinding"):
-            found.bindings.append(dict(manifest))
-    return found
-
-
-def aggregated_rules(
-    role: Mapping[str, Any], cluster_roles: Iterable[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """The rules kube-controller-manager's clusterrole-aggregation controller gives ``role``: those
-    of every other ClusterRole matching one of its ``aggregationRule.clusterRoleSelectors``; the
-    role's own rules when it has no aggregationRule."""
-    selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors")
-    if selectors is None:
-        return list(role.get("rules") or [])
-    name = (role.get("metadata") or {}).get("name")
-    rules: list[dict[str, Any]] = []
-    matchers = [selector_from_label_selector(s) for s in selectors]
-    for other in sorted(cluster_roles, key=lambda r: str((r.get("metadata") or {}).get("name"))):
-        if (other.get("metadata") or {}).get("name") == name:
-            continue
-        if any(m.matches_object(other) for m in matchers):
-            rules += [r for r in other.get("rules") or [] if r not in rules]
-    return rules
-
-
-def _binds(binding: Mapping[str, Any], account: tuple[str, str]) -> bool:
-    namespace, name = account
-    return any(
-        s.get("kind") == "ServiceAccount"
-        and s.get("name") == name
-        and s.get("namespace") == namespace
-        for s in binding.get("subjects") or []
-    )
-
-
-def _rule_grants(rule: Mapping[str, Any], namespace: str) -> Iterator[Grant]:
-    for url in rule.get("nonResourceURLs") or []:
-        for verb in rule.get("verbs") or []:
-            yield Grant(namespace, "", str(url), str(verb))
-    for group in rule.get("apiGroups") or []:
-        for resource in rule.get("resources") or []:
-            for verb in rule.get("verbs") or []:
-                for name in rule.get("resourceNames") or [""]:
-                    yield Grant(namespace, str(group), str(resource), str(verb), str(name))
-
-
 def granted(
     manifests: Iterable[Mapping[str, Any]], account: tuple[str, str] = SERVICE_ACCOUNT
 ) -> set[Grant]:
-    """What the ServiceAccount ``account`` (namespace, name) may do by the RBAC objects among
-    ``manifests`` (other kinds ignored). Wildcards stay as they are written (``*``)."""
-    roles = _sorted(manifests)
-    everything = list(roles.cluster_roles.values())
-    grants: set[Grant] = set()
-    for binding in roles.bindings:
-        if not _binds(binding, account):
-            continue
-        namespace = str((binding.get("metadata") or {}).get("namespace") or "")
-        if binding.get("kind") == "ClusterRoleBinding":
-            namespace = ""
-        reference = binding.get("roleRef") or {}
-        if reference.get("kind") == "ClusterRole":
-            role = roles.cluster_roles.get(str(reference.get("name")))
-        else:
-            role = roles.roles.get((namespace, str(reference.get("name"))))
-        for rule in aggregated_rules(role, everything) if role else []:
-            grants.update(_rule_grants(rule, namespace))
-    return grants
-
-
-def problems(grants: Iterable[Grant]) -> list[str]:
-    """What least privilege forbids in ``grants``: wildcards, Secrets beyond one namespace,
-    proxy subresources (each a sentence)."""
-    found = []
-    for grant in sorted(grants):
-        if "*" in (grant.group, grant.resource, grant.verb) or "*" in grant.resource:
-            found.append(f"wildcard: {grant}")
-        if grant.resource == "secrets" and not grant.namespace:
-            found.append(f"Secrets in every namespace: {grant}")
-        if grant.resource.endswith("/proxy"):
-            found.append(f"proxy subresource: {grant}")
-    return found
+    """What ``account`` (default: the controller-manager's) may do by ``manifests``
+    (``reconcile.rbac.granted``)."""
+    return rbac.granted(manifests, account)

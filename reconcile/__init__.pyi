@@ -202,6 +202,13 @@ from reconcile.ratelimiter import ItemFastSlowRateLimiter as ItemFastSlowRateLim
 from reconcile.ratelimiter import MaxOfRateLimiter as MaxOfRateLimiter
 from reconcile.ratelimiter import RateLimiter as RateLimiter
 from reconcile.ratelimiter import default_controller_rate_limiter as default_controller_rate_limiter
+from reconcile.rbac import OWN_NAMESPACE as OWN_NAMESPACE
+from reconcile.rbac import Grant as Grant
+from reconcile.rbac import Permissions as Permissions
+from reconcile.rbac import Rule as Rule
+from reconcile.rbac import manager_permissions as manager_permissions
+from reconcile.rbac import permissions_of as permissions_of
+from reconcile.rbac import role_manifests as role_manifests
 from reconcile.reconciler import ExpectedError as ExpectedError
 from reconcile.reconciler import Reconciler as Reconciler
 from reconcile.reconciler import ReconcilerFunc as ReconcilerFunc

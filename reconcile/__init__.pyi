@@ -79,6 +79,8 @@ from reconcile.errors import ServiceUnavailable as ServiceUnavailable
 from reconcile.errors import TooManyRequests as TooManyRequests
 from reconcile.errors import Unauthorized as Unauthorized
 from reconcile.errors import api_error as api_error
+from reconcile.errors import ignore_already_exists as ignore_already_exists
+from reconcile.errors import ignore_not_found as ignore_not_found
 from reconcile.event import Event as Event
 from reconcile.event import EventType as EventType
 from reconcile.finalizer import FinalizeError as FinalizeError

@@ -7,8 +7,9 @@ source and waits until all synced (bounded by ``cache_sync_timeout``; a failure 
 controller run on its own warms itself up. Sources watched after start begin at once, and one that
 cannot start or sync is logged without stopping the controller. Per request, in order: an exception
 requeues it with the rate limiter's per-key backoff (the worker lives on); a ``TerminalError`` is
-recorded and not retried; an ``ExpectedError`` or an apiserver's refusal is logged in one line,
-and at debug level while the key keeps failing the same way (``REPEAT_LOG_INTERVAL``), any other
+recorded and not retried; an ``ExpectedError`` or an apiserver's refusal (also as the causes of
+a ``FinalizeError``: a finalizer racing the deletion gets a 404) is logged in one line, and at
+debug level while the key keeps failing the same way (``REPEAT_LOG_INTERVAL``), any other
 exception with its traceback; ``Result(requeue_after=s)`` forgets the backoff and looks again
 in ``s`` seconds; anything else forgets the backoff. Retries and requeues keep the priority the
 key was queued with. One key is never reconciled by two workers at once.
@@ -33,6 +34,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from reconcile.cache.cache import DEFAULT_CACHE_SYNC_TIMEOUT
 from reconcile.errors import ApiError
+from reconcile.finalizer import FinalizeError
 from reconcile.grace import bounded_grace
 from reconcile.metrics import ControllerMetrics, WorkQueueMetrics
 from reconcile.ratelimiter import RateLimiter
@@ -60,6 +62,15 @@ DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Final = 30.0
 REPEAT_LOG_INTERVAL: Final = 300.0
 """Seconds a key failing again with the same error is logged at debug level, after one warning."""
 _REPEATS_REMEMBERED: Final = 10_000
+
+
+def _expected(error: Exception) -> bool:
+    """Whether ``error`` is logged in one line: an ExpectedError, an apiserver's refusal, or
+    finalizers that failed only with those (a finalizer racing the object's deletion: 404)."""
+    if isinstance(error, FinalizeError):
+        return all(_expected(cause) for cause in error.errors.values())
+    return isinstance(error, ExpectedError | ApiError)
+
 
 # Python's counterparts of a Go panic (nil dereference, index out of range, bad conversion):
 # counted as panics as well as errors.
@@ -290,20 +301,22 @@ class Controller:
             self._repeats.forget(request)
             self.metrics.result("error", terminal=True)
             log.error("reconcile failed terminally, not retrying", error=str(error))
-        except (ExpectedError, ApiError) as error:
-            # Foreseen, or the apiserver's answer says it all (a Conflict is routine): one line.
-            self.queue.add_rate_limited(request, priority=priority)
-            self.metrics.result("error")
-            self._log_expected(request, error)
         except Exception as error:
+            if _expected(error):
+                # Foreseen, or the apiserver's answer says it all (a Conflict is routine, so is
+                # a NotFound when the object went away mid-reconcile): one line.
+                self.queue.add_rate_limited(request, priority=priority)
+                self.metrics.result("error")
+                self._log_expected(request, error)
+                return
             self.queue.add_rate_limited(request, priority=priority)
             self.metrics.result("error", panic=isinstance(error, _PANICS))
             log.exception("reconcile failed, requeued with backoff")
         else:
             self._handle_result(request, result, priority)
 
-    def _log_expected(self, request: Request, error: ExpectedError | ApiError) -> None:
-        reason = error.reason or type(error).__name__
+    def _log_expected(self, request: Request, error: Exception) -> None:
+        reason = getattr(error, "reason", "") or type(error).__name__
         message = str(error)
         news = self._repeats.is_news(request, f"{reason}: {message}")
         (log.warning if news else log.debug)(

@@ -20,11 +20,14 @@
     NoKindMatch                   the apiserver serves no resource for a kind (a LookupError)
 
 Two 409s differ only by reason, so the class follows the reason first and the HTTP code second.
+``ignore_not_found`` and ``ignore_already_exists`` are controller-runtime's
+``client.IgnoreNotFound`` and ``IgnoreAlreadyExists``; around a single call,
+``contextlib.suppress(NotFound)`` says the same.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 __all__ = [
     "AlreadyExists",
@@ -44,7 +47,11 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "api_error",
+    "ignore_already_exists",
+    "ignore_not_found",
 ]
+
+E = TypeVar("E", bound=BaseException)
 
 
 class ApiError(Exception):
@@ -185,3 +192,14 @@ def api_error(code: int, body: Any, *, retry_after: float | None = None) -> ApiE
         status = {"kind": "Status", "status": "Failure", "code": code, "message": text.strip()}
     cls = _BY_REASON.get(str(status.get("reason") or "")) or _BY_CODE.get(code, ApiError)
     return cls(status, retry_after=retry_after)
+
+
+def ignore_not_found(error: E) -> E | None:
+    """None if ``error`` is a ``NotFound``, else ``error`` (controller-runtime's IgnoreNotFound),
+    for code that collects errors; around one call, ``contextlib.suppress(NotFound)``."""
+    return None if isinstance(error, NotFound) else error
+
+
+def ignore_already_exists(error: E) -> E | None:
+    """None if ``error`` is an ``AlreadyExists``, else ``error`` (IgnoreAlreadyExists)."""
+    return None if isinstance(error, AlreadyExists) else error

@@ -16,7 +16,10 @@ from reconcile import (
     ControllerOptions,
     EnqueueRequestForObject,
     ExpectedError,
+    FinalizeError,
+    FinalizeResult,
     ItemExponentialFailureRateLimiter,
+    NotFound,
     Request,
     Result,
     configure_logging,
@@ -108,3 +111,34 @@ async def test_a_changed_failure_is_news_and_a_bug_keeps_its_traceback(
     assert len(failed) == 4, failed  # first, second, and each bug
     assert err.count("Traceback (most recent call last):") == 2
     assert err.count("KeyError: 'bug'") == 2
+
+
+async def test_finalizers_failing_only_with_api_errors_log_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The finalizer race: the object went away between the read and a finalizer's write.
+    gone = NotFound({"code": 404, "reason": "NotFound", "message": 'configmaps "a" not found'})
+    configure_logging()
+    try:
+        capsys.readouterr()
+        async with _failing([FinalizeError({"example.com/copies": gone}, FinalizeResult())]):
+            pass
+        err = capsys.readouterr().err
+    finally:
+        structlog.reset_defaults()
+    failed = [line for line in _lines(err) if FAILED in line]
+    assert "Traceback" not in err
+    assert len(failed) == 1 and "reason=FinalizeError" in failed[0], failed
+    assert "not found" in failed[0]
+
+
+async def test_a_finalizer_bug_keeps_its_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging()
+    try:
+        capsys.readouterr()
+        async with _failing([FinalizeError({"k": KeyError("bug")}, FinalizeResult())]):
+            pass
+        err = capsys.readouterr().err
+    finally:
+        structlog.reset_defaults()
+    assert err.count("Traceback (most recent call last):") == 1

@@ -128,7 +128,8 @@ async def test_finalizers_failing_only_with_api_errors_log_one_line(
         structlog.reset_defaults()
     failed = [line for line in _lines(err) if FAILED in line]
     assert "Traceback" not in err
-    assert len(failed) == 1 and "reason=FinalizeError" in failed[0], failed
+    assert len(failed) == 1, failed
+    assert "reason=FinalizeError" in failed[0]
     assert "not found" in failed[0]
 
 

@@ -61,7 +61,9 @@ from reconcile.controllerutil import ObjectWriter as ObjectWriter
 from reconcile.controllerutil import OperationResult as OperationResult
 from reconcile.controllerutil import create_or_patch as create_or_patch
 from reconcile.controllerutil import create_or_update as create_or_update
+from reconcile.controllerutil import merge_from as merge_from
 from reconcile.controllerutil import merge_patch_between as merge_patch_between
+from reconcile.controllerutil import patch_status_if_changed as patch_status_if_changed
 from reconcile.errors import AlreadyExists as AlreadyExists
 from reconcile.errors import ApiError as ApiError
 from reconcile.errors import BadRequest as BadRequest

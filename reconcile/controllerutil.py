@@ -9,6 +9,12 @@ controller-runtime's is: on return it holds what the apiserver last sent.
 ``mutate`` may not change the object's name or namespace (a ValueError, before any write); it may
 be a plain or an async function. With the manager's CachedClient the read comes from the cache, so
 a stale read surfaces as Conflict from the update: return it and let the controller retry.
+
+Two helpers for the write at the end of a reconcile: ``merge_from(before, obj)`` is
+controller-runtime's ``client.MergeFrom`` (the merge patch from a copy taken before the changes,
+optionally with an optimistic lock), and ``patch_status_if_changed(client, before, obj)`` writes
+the status only when it differs from the object as read, as a patch, so a cached object's stale
+resourceVersion does not make it a Conflict as ``update_status`` would.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any, Protocol
 
 from reconcile.errors import NotFound
 from reconcile.gvk import GVK
-from reconcile.objects import ObjectKey
+from reconcile.objects import ObjectKey, resource_version_of
 
 __all__ = [
     "MutateFn",
@@ -29,7 +35,9 @@ __all__ = [
     "OperationResult",
     "create_or_patch",
     "create_or_update",
+    "merge_from",
     "merge_patch_between",
+    "patch_status_if_changed",
 ]
 
 MutateFn = Callable[[dict[str, Any]], Awaitable[None] | None]
@@ -155,6 +163,52 @@ def merge_patch_between(before: Any, after: Any) -> Any:
             nested = isinstance(before[key], Mapping) and isinstance(value, Mapping)
             patch[key] = merge_patch_between(before[key], value) if nested else copy.deepcopy(value)
     return patch
+
+
+def merge_from(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, optimistic_lock: bool = False
+) -> dict[str, Any]:
+    """The JSON merge patch from ``before`` to ``after`` (controller-runtime's ``MergeFrom``)::
+
+        before = deep_copy(obj)
+        obj["spec"]["replicas"] = 3
+        await client.patch(obj, merge_from(before, obj))
+
+    Only what changed is sent, so fields other writers own are kept. With ``optimistic_lock``
+    (``MergeFromWithOptimisticLock``) the patch also carries ``before``'s resourceVersion: the
+    apiserver refuses it with a Conflict if the object changed since it was read.
+
+    Raises:
+        ValueError: ``optimistic_lock`` and ``before`` has no resourceVersion.
+    """
+    patch: dict[str, Any] = merge_patch_between(before, after)
+    if optimistic_lock:
+        version = resource_version_of(before)
+        if not version:
+            raise ValueError("merge_from with optimistic_lock needs before's resourceVersion")
+        patch.setdefault("metadata", {})["resourceVersion"] = version
+    return patch
+
+
+async def patch_status_if_changed(
+    client: ObjectWriter, before: Mapping[str, Any], obj: dict[str, Any]
+) -> bool:
+    """Write ``obj``'s status if it differs from ``before``'s; returns whether it wrote.
+
+    ``before`` is the object as read (from the cache, say), ``obj`` a copy whose status the
+    reconcile set. The write is a merge patch of the status subresource with only the changed
+    fields and no resourceVersion, so a stale cached copy is not a Conflict and other writers'
+    status fields stay; ``obj`` then holds what the apiserver sent.
+
+    Raises:
+        NotFound: the object is gone, or its kind has no status subresource.
+        ApiError: the patch was refused.
+    """
+    if obj.get("status") == before.get("status"):
+        return False
+    patch = {"status": merge_patch_between(before.get("status") or {}, obj.get("status") or {})}
+    _replace(obj, await client.patch_status(obj, patch), GVK.of(obj))
+    return True
 
 
 def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:

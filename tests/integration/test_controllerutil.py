@@ -1,8 +1,9 @@
-"""create_or_update and create_or_patch against the real apiserver and testenv's fake alike.
+"""controllerutil's writes against the real apiserver and testenv's fake alike.
 
-What matters most: a mutate that changes nothing sends no write, so the resourceVersion stays
-(controller-runtime's OperationResultNone); on the real apiserver a write that changes nothing
-would keep it too, but only this test pins down that nothing is sent at all.
+create_or_update, create_or_patch, merge_from and patch_status_if_changed. What matters most: a
+mutate that changes nothing sends no write, so the resourceVersion stays (controller-runtime's
+OperationResultNone); on the real apiserver a write that changes nothing would keep it too, but
+only this test pins down that nothing is sent at all.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from reconcile import (
     OperationResult,
     create_or_patch,
     create_or_update,
+    deep_copy,
+    merge_from,
+    patch_status_if_changed,
 )
 from testenv import ControlPlane
 from testenv.fake import FakeClient
@@ -213,3 +217,53 @@ async def test_create_or_patch_sends_only_what_changed_and_keeps_other_writers_f
     assert await create_or_patch(client, dict(config_map), mutate) is OperationResult.UPDATED
     stored = await client.get(CONFIGMAP, "c", namespace=space)
     assert stored["data"] == {"theirs": "1", "ours": "b"}
+
+
+async def test_merge_from_sends_the_change_and_keeps_other_writers_fields(
+    client: Client, space: str
+) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": space}}
+    obj = await client.create({**cm, "data": {"ours": "a", "theirs": "1"}})
+    before = deep_copy(obj)
+    await client.patch(obj, {"data": {"theirs": "2"}})  # another writer, after our read
+    obj["data"]["ours"] = "b"
+    patch = merge_from(before, obj)
+    assert patch == {"data": {"ours": "b"}}
+    stored = await client.patch(obj, patch)
+    assert stored["data"] == {"ours": "b", "theirs": "2"}
+
+
+async def test_merge_from_with_optimistic_lock_refuses_a_stale_read(
+    client: Client, space: str
+) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l", "namespace": space}}
+    obj = await client.create({**cm, "data": {"ours": "a"}})
+    fresh = deep_copy(obj)
+    await client.patch(obj, {"data": {"theirs": "1"}})
+    obj["data"]["ours"] = "b"
+    with pytest.raises(Conflict):
+        await client.patch(obj, merge_from(fresh, obj, optimistic_lock=True))
+    current = await client.get(CONFIGMAP, "l", namespace=space)
+    before = deep_copy(current)
+    current["data"]["ours"] = "b"
+    stored = await client.patch(current, merge_from(before, current, optimistic_lock=True))
+    assert stored["data"] == {"ours": "b", "theirs": "1"}
+
+
+async def test_patch_status_if_changed_writes_only_a_change_and_a_stale_copy_does_not_conflict(
+    client: Client, space: str
+) -> None:
+    counting = _Counting(client)
+    created = await client.create({**_widget(space), "spec": {"colour": "red"}})
+    cached = await client.patch_status(created, {"status": {"phase": "Old", "selector": "x"}})
+    obj = deep_copy(cached)
+    assert not await patch_status_if_changed(counting, cached, obj)
+    assert counting.writes == []
+    await client.patch(created, {"spec": {"colour": "blue"}})  # the cached copy is now stale
+    obj["status"]["phase"] = "Ready"
+    with pytest.raises(Conflict):  # what a status update of the stale copy gets
+        await client.update_status(deep_copy(obj))
+    assert await patch_status_if_changed(counting, cached, obj)
+    assert counting.writes == ["patch_status ['phase']"]
+    assert obj["status"] == {"phase": "Ready", "selector": "x"}
+    assert obj["spec"]["colour"] == "blue"  # obj holds what the apiserver sent

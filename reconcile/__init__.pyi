@@ -103,8 +103,13 @@ from reconcile.grace import bounded_grace as bounded_grace
 from reconcile.grace import current_grace as current_grace
 from reconcile.gvk import GVK as GVK
 from reconcile.gvk import Resource as Resource
+from reconcile.handler import AsyncEventHandler as AsyncEventHandler
+from reconcile.handler import AsyncMapFunc as AsyncMapFunc
 from reconcile.handler import EnqueueRequestForObject as EnqueueRequestForObject
 from reconcile.handler import EnqueueRequestForOwner as EnqueueRequestForOwner
+from reconcile.handler import (
+    EnqueueRequestsFromAsyncMapFunc as EnqueueRequestsFromAsyncMapFunc,
+)
 from reconcile.handler import EnqueueRequestsFromMapFunc as EnqueueRequestsFromMapFunc
 from reconcile.handler import EventHandler as EventHandler
 from reconcile.handler import MapFunc as MapFunc

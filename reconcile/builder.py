@@ -17,7 +17,12 @@ from anyio.abc import TaskGroup
 
 from reconcile.controller import Controller, ControllerOptions
 from reconcile.gvk import GVK
-from reconcile.handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
+from reconcile.handler import (
+    AsyncEventHandler,
+    EnqueueRequestForObject,
+    EnqueueRequestForOwner,
+    EventHandler,
+)
 from reconcile.predicate import Predicate
 from reconcile.reconciler import Reconciler, ReconcilerFunc, Request
 from reconcile.source import Kind, Source
@@ -41,7 +46,7 @@ def controller_managed_by(manager: Manager) -> Builder:
 @dataclass
 class _Watch:
     gvk: GVK
-    handler: EventHandler | None
+    handler: EventHandler | AsyncEventHandler | None
     predicates: tuple[Predicate, ...]
     cluster: str
     owned: bool = False
@@ -104,7 +109,7 @@ class Builder:
     def watches(
         self,
         target: GVK | Source,
-        handler: EventHandler | None = None,
+        handler: EventHandler | AsyncEventHandler | None = None,
         *predicates: Predicate,
         cluster: str = "",
         metadata_only: bool = False,

@@ -5,11 +5,19 @@ controller-runtime's three, by the same names: ``EnqueueRequestForObject`` (the 
 controller owner; this is what ``Builder.owns`` uses) and ``EnqueueRequestsFromMapFunc`` (anything a
 function computes). On updates both the old and the new object are mapped, so a change of owner or
 of a mapped field enqueues both sides; duplicates are dropped here and, again, by the queue.
+
+A map function that needs to read (the cached client, an indexed list: "which objects refer to
+this Secret?") is async: ``EnqueueRequestsFromAsyncMapFunc(map_func)``, or any
+``AsyncEventHandler`` (its ``requests`` is ``async def``). The source awaits it in a task of its
+own, one event after the other, never in the informer's event handler, so a slow lookup delays
+only this source's requests, not the informer or other controllers. A synchronous map function
+may still look the cache up without waiting: ``Cache.by_index``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,14 +27,19 @@ from reconcile.objects import Obj
 from reconcile.reconciler import Request
 
 __all__ = [
+    "AsyncEventHandler",
+    "AsyncMapFunc",
     "EnqueueRequestForObject",
     "EnqueueRequestForOwner",
+    "EnqueueRequestsFromAsyncMapFunc",
     "EnqueueRequestsFromMapFunc",
     "EventHandler",
     "MapFunc",
+    "is_async_handler",
 ]
 
 MapFunc = Callable[[Obj], Iterable[Request]]
+AsyncMapFunc = Callable[[Obj], Awaitable[Iterable[Request]]]
 
 
 class EventHandler(Protocol):
@@ -35,6 +48,19 @@ class EventHandler(Protocol):
     def requests(self, event: Event) -> Iterable[Request]:
         """The requests for ``event`` (may be empty)."""
         ...
+
+
+class AsyncEventHandler(Protocol):
+    """Maps one event to the requests it should cause, and may await (read the cache) to."""
+
+    async def requests(self, event: Event) -> Iterable[Request]:
+        """The requests for ``event`` (may be empty)."""
+        ...
+
+
+def is_async_handler(handler: EventHandler | AsyncEventHandler) -> bool:
+    """Whether ``handler.requests`` must be awaited."""
+    return inspect.iscoroutinefunction(handler.requests)
 
 
 def _objects(event: Event) -> Iterator[Obj]:
@@ -89,6 +115,32 @@ class EnqueueRequestsFromMapFunc:
 
     map_func: MapFunc
 
+    def __post_init__(self) -> None:
+        if inspect.iscoroutinefunction(self.map_func):
+            raise TypeError(
+                f"map function {self.map_func.__qualname__} is async: "
+                "use EnqueueRequestsFromAsyncMapFunc"
+            )
+
     def requests(self, event: Event) -> Iterable[Request]:
         """The mapped requests, without duplicates."""
         return _unique(r for obj in _objects(event) for r in self.map_func(obj))
+
+
+@dataclass(frozen=True)
+class EnqueueRequestsFromAsyncMapFunc:
+    """Enqueue whatever the async ``map_func`` returns for the old and new object.
+
+    ``map_func`` may read the cached client (``await client.list(KIND, namespace=ns,
+    field_selector="spec.secretName=x")``, answered by a ``field:spec.secretName`` index of the
+    cache) or the API; what it raises is logged and the event dropped, as for a sync map function.
+    """
+
+    map_func: AsyncMapFunc
+
+    async def requests(self, event: Event) -> Iterable[Request]:
+        """The mapped requests, without duplicates."""
+        found: list[Request] = []
+        for obj in _objects(event):
+            found += await self.map_func(obj)
+        return _unique(found)

@@ -5,27 +5,36 @@ an EventHandler maps them to Requests. Initial-list and resync events are enqueu
 so that live changes are handled first after a restart. ``Channel`` turns objects sent on an anyio
 memory stream into generic events, for triggers that are not Kubernetes watches (a timer, another
 cluster, a webhook). ``start`` never blocks; ``wait_for_sync`` waits for the initial list.
+An async event handler (``EnqueueRequestsFromAsyncMapFunc``) is awaited by a task the source
+starts in the controller's task group, fed through an unbounded stream: the informer hands the
+event over and goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 import anyio
+import structlog
 from anyio.abc import ObjectReceiveStream, TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
 
 from reconcile.cache.cache import Cache
 from reconcile.cache.informer import HandlerRegistration, SharedInformer
 from reconcile.event import Event, EventType
 from reconcile.gvk import GVK
-from reconcile.handler import EventHandler
+from reconcile.handler import AsyncEventHandler, EventHandler, is_async_handler
 from reconcile.objects import Obj
 from reconcile.predicate import Predicate
 from reconcile.reconciler import Request
 from reconcile.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue
 
 __all__ = ["Channel", "Kind", "Source"]
+
+log = structlog.get_logger("reconcile.source")
 
 
 class Source(Protocol):
@@ -44,16 +53,42 @@ class Source(Protocol):
 class _Dispatch:
     """Runs predicates and the handler for one source and enqueues the result."""
 
-    handler: EventHandler
+    handler: EventHandler | AsyncEventHandler
     predicates: tuple[Predicate, ...]
     queue: WorkQueue[Request]
+    _pending: MemoryObjectSendStream[tuple[Event, int]] | None = field(default=None, init=False)
+
+    def start(self, task_group: TaskGroup) -> _Dispatch:
+        """Start the task that awaits an async handler (nothing to start for a sync one)."""
+        if is_async_handler(self.handler):
+            send, receive = anyio.create_memory_object_stream[tuple[Event, int]](math.inf)
+            self._pending = send
+            task_group.start_soon(self._map, receive, name=f"map {self.handler!r}")
+        return self
 
     def __call__(self, event: Event, *, low_priority: bool = False) -> None:
         if not all(predicate(event) for predicate in self.predicates):
             return
         priority = LOW_PRIORITY if low_priority else DEFAULT_PRIORITY
-        for request in self.handler.requests(event):
+        if self._pending is not None:
+            # Unbounded, so this never blocks; once the source stopped, no one reconciles here.
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._pending.send_nowait((event, priority))
+            return
+        for request in cast(EventHandler, self.handler).requests(event):
             self.queue.add(request, priority=priority)
+
+    async def _map(self, receive: ObjectReceiveStream[tuple[Event, int]]) -> None:
+        handler = cast(AsyncEventHandler, self.handler)
+        async with receive:
+            async for event, priority in receive:
+                try:
+                    requests = await handler.requests(event)
+                except Exception:  # as an informer handler's: logged, the others go on
+                    log.exception("event handler failed", handler=repr(handler))
+                    continue
+                for request in requests:
+                    self.queue.add(request, priority=priority)
 
 
 @dataclass
@@ -92,7 +127,7 @@ class Kind:
 
     cache: Cache
     gvk: GVK
-    handler: EventHandler
+    handler: EventHandler | AsyncEventHandler
     predicates: tuple[Predicate, ...] = ()
     cluster: str = ""
     metadata_only: bool = False
@@ -103,7 +138,8 @@ class Kind:
         """Register on the kind's shared informers in its configured scope (one per cached
         namespace, or one), creating and starting them if needed."""
         self._informers = self.cache.get_informers(self.gvk, metadata_only=self.metadata_only)
-        adapter = _InformerAdapter(_Dispatch(self.handler, self.predicates, queue), self.cluster)
+        dispatch = _Dispatch(self.handler, self.predicates, queue).start(task_group)
+        adapter = _InformerAdapter(dispatch, self.cluster)
         for informer in self._informers:
             self._registration = informer.add_event_handler(adapter)
 
@@ -131,13 +167,13 @@ class Channel:
     """Generic events for objects received from a memory stream (closed stream: source ends)."""
 
     stream: ObjectReceiveStream[Obj]
-    handler: EventHandler
+    handler: EventHandler | AsyncEventHandler
     predicates: tuple[Predicate, ...] = ()
     cluster: str = ""
 
     async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
         """Start forwarding received objects as generic events."""
-        dispatch = _Dispatch(self.handler, self.predicates, queue)
+        dispatch = _Dispatch(self.handler, self.predicates, queue).start(task_group)
         task_group.start_soon(self._forward, dispatch)
 
     async def _forward(self, dispatch: _Dispatch) -> None:

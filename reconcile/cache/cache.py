@@ -16,7 +16,8 @@ to start by construction, removing client-go's foot-guns:
 - reads before start raise ``CacheNotStarted``; reads after start wait for their informer's sync.
 
 Every read returns objects of the caller's own (the store decodes them afresh), so callers may
-change what they get.
+change what they get. ``by_index`` is the one synchronous read, for a synchronous map function:
+what the informers hold now under an index, without waiting for them to sync.
 """
 
 from __future__ import annotations
@@ -286,6 +287,29 @@ class Cache:
         for scope, informer in self._informers.items():
             if scope.gvk == gvk:
                 informer.add_indexers({name: func})
+
+    def by_index(
+        self, gvk: GVK, index: str, value: str, *, metadata_only: bool = False
+    ) -> builtins.list[Obj]:
+        """The cached ``gvk`` objects that ``index`` (from ``index_field``) files under
+        ``value``, read now without waiting: what ``list(gvk, index=(index, value))`` returns once
+        synced, callable where nothing may be awaited (a synchronous map function).
+
+        Only informers that exist are read: the kind must be watched or read already, or the
+        answer is empty; before an informer synced it holds what it listed so far. Sorted by key.
+
+        Raises:
+            ValueError: ``gvk`` has no index named ``index``.
+        """
+        if index not in self._indexers.get(gvk, {}):
+            known = ", ".join(sorted(self._indexers.get(gvk, {}))) or "none"
+            raise ValueError(f"{gvk.kind} has no index {index!r} (registered: {known})")
+        found: dict[str, Obj] = {}
+        for scope, informer in self._informers.items():
+            if scope.gvk == gvk and scope.metadata_only == metadata_only:
+                for obj in informer.indexer.by_index(index, value):
+                    found.setdefault(object_key(obj), obj)
+        return [found[key] for key in sorted(found)]
 
     # --- running -------------------------------------------------------------------------------
 

@@ -125,6 +125,12 @@ class SharedInformer:
         transform: applied to each object before it is stored; default strip_managed_fields.
         resync_period: default seconds between resync notifications (None: never).
         backoff, inactivity_timeout, min_watch_timeout: passed to the Reflector.
+
+    Attributes:
+        indexer: the ``Indexer`` the informer keeps: ``get(key)``, ``values()``,
+            ``by_index(name, value)``, ``index_keys(name, value)``; synchronous, each object
+            decoded afresh. Through a Cache, prefer ``Cache.by_index`` (every informer of the
+            kind's scope) or the awaited ``Cache.list(..., index=...)`` (waits for sync).
     """
 
     def __init__(

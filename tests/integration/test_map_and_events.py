@@ -75,8 +75,8 @@ async def test_a_secret_change_reconciles_the_configmaps_an_async_map_finds_in_t
     )
     client = manager.api_reader
     async with running(manager):
-        for name, secret in [("a", "s1"), ("b", "s1"), ("c", "s2")]:
-            await client.create(_cm(name, namespace, secret))
+        for name, referred in [("a", "s1"), ("b", "s1"), ("c", "s2")]:
+            await client.create(_cm(name, namespace, referred))
 
         async def each_once() -> bool:
             return all(seen[n] >= 1 for n in "abc")

@@ -171,6 +171,7 @@ from reconcile.objects import generation_of as generation_of
 from reconcile.objects import get_condition as get_condition
 from reconcile.objects import has_finalizer as has_finalizer
 from reconcile.objects import is_being_deleted as is_being_deleted
+from reconcile.objects import is_condition_false as is_condition_false
 from reconcile.objects import is_condition_true as is_condition_true
 from reconcile.objects import labels_of as labels_of
 from reconcile.objects import meta_of as meta_of

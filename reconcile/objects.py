@@ -40,6 +40,7 @@ __all__ = [
     "get_condition",
     "has_finalizer",
     "is_being_deleted",
+    "is_condition_false",
     "is_condition_true",
     "labels_of",
     "meta_of",
@@ -351,6 +352,13 @@ def is_condition_true(obj: Mapping[str, Any], type_: str) -> bool:
     """Whether the condition of ``type_`` exists with status "True"."""
     condition = get_condition(obj, type_)
     return condition is not None and condition.get("status") == "True"
+
+
+def is_condition_false(obj: Mapping[str, Any], type_: str) -> bool:
+    """Whether the condition of ``type_`` exists with status "False" (absent or "Unknown": no),
+    apimachinery's ``meta.IsStatusConditionFalse``."""
+    condition = get_condition(obj, type_)
+    return condition is not None and condition.get("status") == "False"
 
 
 def _timestamp(now: datetime | None) -> str:

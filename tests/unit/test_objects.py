@@ -21,6 +21,7 @@ from reconcile.objects import (
     get_condition,
     has_finalizer,
     is_being_deleted,
+    is_condition_false,
     is_condition_true,
     labels_of,
     name_of,
@@ -267,6 +268,16 @@ def test_conditions_of_other_types_are_left_alone() -> None:
     assert not remove_condition(target, "Ready")
     assert get_condition(target, "Ready") is None
     assert get_condition(target, "Degraded") is not None
+
+
+def test_a_condition_is_false_only_when_present_with_status_false() -> None:
+    target = obj()
+    assert not is_condition_false(target, "Ready")  # absent: neither true nor false
+    set_condition(target, "Ready", "Unknown", "Checking", now=T0)
+    assert not is_condition_false(target, "Ready")
+    assert not is_condition_true(target, "Ready")
+    set_condition(target, "Ready", False, "Down", now=T0)
+    assert is_condition_false(target, "Ready")
 
 
 def test_explicit_observed_generation_wins() -> None:

@@ -17,16 +17,19 @@ import pytest
 import pytest_asyncio
 
 from reconcile import (
+    CONDITION_MESSAGE_LIMIT,
     GVK,
     Client,
     ClusterConfig,
     Conflict,
+    Invalid,
     OperationResult,
     create_or_patch,
     create_or_update,
     deep_copy,
     merge_from,
     patch_status_if_changed,
+    set_condition,
 )
 from testenv import ControlPlane
 from testenv.fake import FakeClient
@@ -267,3 +270,32 @@ async def test_patch_status_if_changed_writes_only_a_change_and_a_stale_copy_doe
     assert counting.writes == ["patch_status ['phase']"]
     assert obj["status"] == {"phase": "Ready", "selector": "x"}
     assert obj["spec"]["colour"] == "blue"  # obj holds what the apiserver sent
+
+
+async def test_a_long_condition_message_is_truncated_to_what_the_apiserver_accepts(
+    client: Client, space: str
+) -> None:
+    if isinstance(client, FakeClient):
+        pytest.skip("the limit is the apiserver's schema validation")
+    created = await client.create({**_widget(space, "long"), "spec": {"colour": "red"}})
+    message = "x" * (CONDITION_MESSAGE_LIMIT + 10)
+    refused = deep_copy(created)
+    refused["status"] = {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "TooLong",
+                "message": message,
+                "lastTransitionTime": "2024-05-01T12:00:00Z",
+            }
+        ]
+    }
+    with pytest.raises(Invalid, match="message"):  # what an untruncated message gets
+        await client.patch_status(refused, {"status": refused["status"]})
+    obj = deep_copy(created)
+    assert set_condition(obj, "Ready", False, "TooLong", message)
+    assert await patch_status_if_changed(client, created, obj)
+    (stored,) = obj["status"]["conditions"]
+    assert len(stored["message"]) == CONDITION_MESSAGE_LIMIT
+    assert stored["observedGeneration"] == created["metadata"]["generation"]

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LINTVENV := $(VENV)/lint
 LINTSTAMP := $(LINTVENV)/.installed
 
-.PHONY: demo test lint unit binaries image setup clean
+.PHONY: demo test lint unit binaries image setup clean docs
 
 setup: $(STAMP)
 
@@ -49,6 +49,12 @@ unit: $(STAMP)
 
 test: lint binaries image
 	$(BIN)/pytest -q
+
+# The API reference, HTML from the docstrings (pdoc), into build/api; docs/api.md says what is in it.
+# tests/unit/test_api_reference.py builds the same modules and fails on any warning.
+API_MODULES := reconcile reconcile.webhook reconcile.sharding testenv testenv.plugin
+docs: $(STAMP)
+	$(BIN)/python -m pdoc --docformat google --output-directory build/api $(API_MODULES)
 
 demo: binaries
 	@$(BIN)/reconcile demo

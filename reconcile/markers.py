@@ -72,6 +72,7 @@ __all__ = [
     "Scale",
     "Version",
     "XValidation",
+    "declared_kind",
 ]
 
 JSONType = Literal["string", "integer", "number", "boolean", "array", "object"]
@@ -500,4 +501,15 @@ class Kind:
             printer_columns=tuple(printer_columns),
         )
         self.versions.append(version)
+        _DECLARED[version.gvk] = self
         return version
+
+
+# Kinds are declared once, at module level, and live as long as the process: a plain dict.
+_DECLARED: dict[GVK[Any], Kind] = {}
+
+
+def declared_kind(gvk: GVK[Any]) -> Kind | None:
+    """The Kind that declared ``gvk`` with ``Kind.version``, if any (so that a module keeping
+    only ``WIDGET = Kind(...).version(...).gvk`` still declares the kind for the generator)."""
+    return _DECLARED.get(gvk)

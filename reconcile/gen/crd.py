@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
 from reconcile import markers
+from reconcile.gvk import GVK
 from reconcile.markers import Kind, Marker, Version
 
 __all__ = ["CRDError", "crd_file_name", "crd_for", "crd_yaml", "find_kinds", "schema_for"]
@@ -412,7 +413,7 @@ def crd_yaml(crd: dict[str, Any]) -> str:
 
 
 def find_kinds(namespaces: Iterable[dict[str, Any]]) -> list[Kind]:
-    """The Kinds declared in modules' namespaces (a Kind, or a Version of one), by CRD name.
+    """The Kinds in modules' namespaces (a Kind, a Version or the GVK of one), by CRD name.
 
     Raises:
         CRDError: two different Kinds declare the same CRD name.
@@ -421,6 +422,8 @@ def find_kinds(namespaces: Iterable[dict[str, Any]]) -> list[Kind]:
     for namespace in namespaces:
         for value in namespace.values():
             kind = value.kind if isinstance(value, Version) else value
+            if isinstance(value, GVK):
+                kind = markers.declared_kind(value)
             if not isinstance(kind, Kind):
                 continue
             seen = found.setdefault(kind.crd_name, kind)

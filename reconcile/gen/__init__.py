@@ -3,3 +3,5 @@
 ``reconcile.gen.crd`` writes CustomResourceDefinitions from ``reconcile.markers`` kinds
 (controller-gen's ``crd``). Each generator is imported by its command only, never by a controller.
 """
+
+__all__: list[str] = []

@@ -38,6 +38,15 @@ def _add_crd(generators: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _import(target: str) -> ModuleType:
+    try:
+        return _import_module(target)
+    except ImportError:
+        raise
+    except Exception as error:  # the user's module failed to run: say which and why
+        raise ImportError(f"{target} does not import: {type(error).__name__}: {error}") from error
+
+
+def _import_module(target: str) -> ModuleType:
     if target.endswith(".py"):
         path = Path(target)
         spec = importlib.util.spec_from_file_location(path.stem, path)

@@ -16,6 +16,10 @@ number; bool → boolean; bytes → string/byte; datetime/date → string/date-t
 ``x-kubernetes-preserve-unknown-fields``; ``list[T]`` → array; ``dict[str, T]`` → object with
 ``additionalProperties`` (``dict[str, Any]``: an object keeping unknown fields); ``T | None`` →
 nullable; ``Literal[...]`` and enum.Enum → enum; nested TypedDicts and dataclasses → objects.
+
+The client's objects are JSON dicts: a field typed ``datetime``, an enum.Enum or a dataclass
+holds a string or a dict at run time. For types that also type the client's objects, prefer
+``Annotated[str, Format("date-time")]``, ``Literal[...]`` and nested TypedDicts.
 """
 
 from __future__ import annotations
@@ -130,6 +134,13 @@ def _enum_type(values: list[Any], path: str) -> str:
     raise CRDError(f"{path}: enum values {values!r} are not all strings, integers or booleans")
 
 
+def _is_typeddict(tp: Any) -> bool:
+    # typing_extensions' TypedDict (before Python 3.13) is not typing's, but has the same keys.
+    return typing.is_typeddict(tp) or (
+        isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+    )
+
+
 def _doc(tp: Any) -> str | None:
     if not isinstance(tp, type):
         return None
@@ -192,7 +203,7 @@ class _Schemas:
             raise CRDError(
                 f"{path}: {_name(tp)}: JSON has no sets; say list[T] with ListType('set')"
             )
-        if typing.is_typeddict(tp) or (isinstance(tp, type) and dataclasses.is_dataclass(tp)):
+        if _is_typeddict(tp) or (isinstance(tp, type) and dataclasses.is_dataclass(tp)):
             return self.object(tp, path)
         raise CRDError(f"{path}: {_name(tp)}: a CRD schema cannot express this type")
 
@@ -268,7 +279,7 @@ def _fields(cls: Any, path: str) -> dict[str, tuple[Any, bool]]:
         hints = typing.get_type_hints(cls, include_extras=True)
     except Exception as error:  # a NameError of a forward reference, or any other
         raise CRDError(f"{path}: {_name(cls)}: its annotations do not resolve: {error}") from None
-    if typing.is_typeddict(cls):
+    if _is_typeddict(cls):
         required_keys = cls.__required_keys__
         return {
             name: (hint, explicit if explicit is not None else name in required_keys)
@@ -311,7 +322,7 @@ def schema_for(object_type: Any) -> dict[str, Any]:
     Raises:
         CRDError: a field's type or marker that a structural schema cannot express.
     """
-    if not (typing.is_typeddict(object_type) or dataclasses.is_dataclass(object_type)):
+    if not (_is_typeddict(object_type) or dataclasses.is_dataclass(object_type)):
         raise CRDError(f"{_name(object_type)}: a kind's objects are a TypedDict or a dataclass")
     return _Schemas().object(object_type, _name(object_type), root=True)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NewType, NotRequired, Optional, Required, TypedDict
 
 import pytest
+import typing_extensions
 import yaml
 
 from controllers.cli import main
@@ -256,6 +257,22 @@ def test_objects_with_their_required_fields_and_descriptions() -> None:
     assert parts["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
     assert spec["properties"]["explained"]["description"] == "This field."
     assert "description" not in spec["properties"]["plain"]  # not the dataclass's signature
+
+
+class Qualified(TypedDict):
+    inside: Annotated[NotRequired[int], m.Minimum(1)]  # the qualifier under Annotated
+    outside: NotRequired[Annotated[int, m.Minimum(1)]]
+    needed: int
+
+
+class Extended(typing_extensions.TypedDict):
+    maybe: typing_extensions.NotRequired[str]
+    needed: int
+
+
+@pytest.mark.parametrize("cls", [Qualified, Extended])
+def test_requiredness_wherever_the_qualifier_is(cls: Any) -> None:
+    assert field_schema(cls)["required"] == ["needed"]
 
 
 def test_the_root_has_metadata_as_controller_gen_writes_it() -> None:
@@ -504,6 +521,15 @@ def test_gen_crd_bad_input_exits_2_with_the_reason(
     assert "No module named 'no_such_module_here'" in capsys.readouterr().err
     assert main(["gen", "crd", str(tmp_path / "missing.py"), "-o", "-"]) == 2
     assert "no such Python file" in capsys.readouterr().err
+    broken = tmp_path / "broken_kind.py"
+    broken.write_text(
+        "from reconcile.markers import Kind\nk = Kind('b.test', 'B')\n"
+        "k.version('v1', dict)\nk.version('v1', dict)\n"
+    )
+    assert main(["gen", "crd", str(broken), "-o", "-"]) == 2
+    assert "broken_kind.py does not import: ValueError: kind B: version 'v1' is declared twice" in (
+        capsys.readouterr().err
+    )
     assert main(["gen", "crd", "tests.builders", "-o", "-"]) == 2
     assert "no reconcile.markers.Kind in tests.builders" in capsys.readouterr().err
 

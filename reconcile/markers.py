@@ -392,6 +392,8 @@ class Version(Generic[ObjT]):
     status_subresource: bool = False
     scale: Scale | None = None
     printer_columns: tuple[PrinterColumn, ...] = ()
+    selectable_fields: tuple[str, ...] = ()
+    validations: tuple[XValidation, ...] = ()
 
     @property
     def gvk(self) -> GVK[ObjT]:
@@ -450,6 +452,8 @@ class Kind:
             status_subresource: bool = ...,
             scale: Scale | None = ...,
             printer_columns: Sequence[PrinterColumn] = ...,
+            selectable_fields: Sequence[str] = ...,
+            validations: Sequence[XValidation] = ...,
         ) -> Version[ObjT]: ...
 
         @overload
@@ -465,6 +469,8 @@ class Kind:
             status_subresource: bool = ...,
             scale: Scale | None = ...,
             printer_columns: Sequence[PrinterColumn] = ...,
+            selectable_fields: Sequence[str] = ...,
+            validations: Sequence[XValidation] = ...,
         ) -> Version[dict[str, Any]]: ...
 
     def version(
@@ -479,9 +485,13 @@ class Kind:
         status_subresource: bool = False,
         scale: Scale | None = None,
         printer_columns: Sequence[PrinterColumn] = (),
+        selectable_fields: Sequence[str] = (),
+        validations: Sequence[XValidation] = (),
     ) -> Version[Any]:
         """Add version ``name`` whose objects are ``object_type``; the one version of a kind is its
-        storage version, else exactly one must say ``storage=True``.
+        storage version, else exactly one must say ``storage=True``. ``selectable_fields``
+        are JSON paths (``.spec.size``) that field selectors may name; ``validations`` are CEL
+        rules on the whole object (``self.metadata.name``, ``self.spec``).
 
         Raises:
             ValueError: the kind already has a version of that name.
@@ -499,6 +509,8 @@ class Kind:
             status_subresource=status_subresource,
             scale=scale,
             printer_columns=tuple(printer_columns),
+            selectable_fields=tuple(selectable_fields),
+            validations=tuple(validations),
         )
         self.versions.append(version)
         _DECLARED[version.gvk] = self

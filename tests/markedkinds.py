@@ -66,6 +66,7 @@ class WidgetSpec(TypedDict):
     """WidgetSpec is the desired state of a Widget."""
 
     replicas: NotRequired[Annotated[Int32, Minimum(0), Maximum(10), Default(1)]]
+    """How many widgets to run."""
     size: NotRequired[Annotated[Literal["small", "medium", "large"], Default("small")]]
     shape: NotRequired[Annotated[str, Enum("round", "square")]]
     colour: NotRequired[
@@ -145,6 +146,8 @@ WIDGET = widgets.version(
         PrinterColumn("Colour", ".spec.colour", priority=1),
         PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
     ],
+    selectable_fields=[".spec.size"],
+    validations=[XValidation("size(self.metadata.name) <= 20", message="name too long")],
 ).gvk
 WIDGET_V1BETA1 = widgets.version(
     "v1beta1",

@@ -24,11 +24,15 @@ holds a string or a dict at run time. For types that also type the client's obje
 
 from __future__ import annotations
 
+import ast
 import collections.abc
 import dataclasses
 import datetime
 import enum
+import functools
 import inspect
+import itertools
+import textwrap
 import types
 import typing
 from collections.abc import Iterable, Iterator
@@ -141,6 +145,30 @@ def _is_typeddict(tp: Any) -> bool:
     )
 
 
+@functools.cache
+def _field_docs(cls: type[Any]) -> dict[str, str]:
+    """The attribute docstrings (a string right under a field, as Sphinx reads them) of
+    ``cls`` and its bases: the field comments that controller-gen makes descriptions."""
+    docs: dict[str, str] = {}
+    # A TypedDict's __mro__ is (cls, dict, object): only dataclasses bring their bases' docs.
+    for base in reversed(cls.__mro__ if isinstance(cls, type) else ()):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(base)))
+        except (OSError, TypeError, SyntaxError):  # built in, made at run time, or no source
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, after in itertools.pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs
+
+
 def _doc(tp: Any) -> str | None:
     if not isinstance(tp, type):
         return None
@@ -169,7 +197,7 @@ class _Schemas:
                 schema["nullable"] = True
         else:
             schema = self._plain(tp, path)
-        return self._apply(schema, found, path)
+        return self.apply(schema, found, path)
 
     def _union(self, tp: Any, found: list[Marker], path: str) -> dict[str, Any]:
         members = {_unwrap(a)[0] for a in get_args(tp)} - {type(None)}
@@ -232,12 +260,15 @@ class _Schemas:
             raise CRDError(f"{path}: {_name(cls)}: a recursive type has no structural schema")
         self._expanding.append(cls)
         try:
-            fields = _fields(cls, path)
+            fields, docs = _fields(cls, path), _field_docs(cls)
             properties, required = {}, []
             for name, (annotation, is_required) in fields.items():
                 if root and name in _ROOT_FIELDS:
                     continue
                 properties[name] = self.node(annotation, f"{path}.{name}")
+                described = any(isinstance(m, markers.Description) for m in _unwrap(annotation)[1])
+                if name in docs and not described:
+                    properties[name]["description"] = docs[name]
                 if is_required:
                     required.append(name)
         finally:
@@ -252,7 +283,8 @@ class _Schemas:
             schema["description"] = doc
         return schema
 
-    def _apply(self, schema: dict[str, Any], found: list[Marker], path: str) -> dict[str, Any]:
+    def apply(self, schema: dict[str, Any], found: list[Marker], path: str) -> dict[str, Any]:
+        """``schema`` with the keywords of the markers ``found`` on the field at ``path``."""
         kind = schema.get("type")
         for marker in found:
             if kind and marker.applies_to and kind not in marker.applies_to:
@@ -316,15 +348,17 @@ def _check_list(schema: dict[str, Any], path: str) -> None:
         raise CRDError(f"{path}: ListType('set') needs scalar items")
 
 
-def schema_for(object_type: Any) -> dict[str, Any]:
-    """The root ``openAPIV3Schema`` of a version whose objects are ``object_type``.
+def schema_for(object_type: Any, validations: Iterable[Marker] = ()) -> dict[str, Any]:
+    """The root ``openAPIV3Schema`` of a version whose objects are ``object_type``, with
+    ``validations`` (``XValidation`` rules) on the whole object.
 
     Raises:
         CRDError: a field's type or marker that a structural schema cannot express.
     """
     if not (_is_typeddict(object_type) or dataclasses.is_dataclass(object_type)):
         raise CRDError(f"{_name(object_type)}: a kind's objects are a TypedDict or a dataclass")
-    return _Schemas().object(object_type, _name(object_type), root=True)
+    schemas, path = _Schemas(), _name(object_type)
+    return schemas.apply(schemas.object(object_type, path, root=True), list(validations), path)
 
 
 def _version(version: Version[Any], storage: bool) -> dict[str, Any]:
@@ -332,8 +366,10 @@ def _version(version: Version[Any], storage: bool) -> dict[str, Any]:
         "name": version.name,
         "served": version.served,
         "storage": storage,
-        "schema": {"openAPIV3Schema": schema_for(version.object_type)},
+        "schema": {"openAPIV3Schema": schema_for(version.object_type, version.validations)},
     }
+    if version.selectable_fields:
+        out["selectableFields"] = [{"jsonPath": path} for path in version.selectable_fields]
     if version.deprecated:
         out["deprecated"] = True
         if version.deprecation_warning:

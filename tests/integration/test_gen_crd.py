@@ -111,6 +111,7 @@ async def test_a_valid_object_is_accepted_with_defaults_applied(
         ({"parts": [{"name": "x", "count": 0}]}, "should be greater than 0"),
         ({"ports": [{"name": "http", "port": 0}]}, "should be greater than or equal to 1"),
         ({"port": True}, "spec.port"),
+        ({"template": {"metadata": {"name": "t"}}}, "spec.template.kind: Required value"),
         ({"owner": "x" * 31}, "may not be more than 30 bytes"),
         ({"labels": {}}, "should have at least 1 properties"),
         ({"size": "large", "replicas": 1}, "spec.replicas: Invalid value"),
@@ -123,6 +124,23 @@ async def test_an_invalid_object_is_refused_with_the_markers_rule(
     with pytest.raises(Invalid) as refused:
         await client.create(widget("bad", namespace, **spec))
     assert rule in refused.value.message
+
+
+async def test_a_rule_on_the_whole_object(
+    marked_crds: Path, client: Client, namespace: str
+) -> None:
+    with pytest.raises(Invalid, match="name too long"):
+        await client.create(widget("a-name-of-more-than-twenty", namespace))
+
+
+async def test_a_selectable_field_selects(
+    marked_crds: Path, client: Client, host: ControlPlane, namespace: str
+) -> None:
+    await client.create(widget("small", namespace))
+    await client.create(widget("big", namespace, size="large", replicas=2))
+    path = f"/apis/{WIDGET.api_version}/namespaces/{namespace}/widgets"
+    listing = await host.request("GET", f"{path}?fieldSelector=spec.size%3Dlarge")
+    assert [item["metadata"]["name"] for item in listing["items"]] == ["big"]
 
 
 async def test_status_and_scale_subresources(

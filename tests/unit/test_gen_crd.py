@@ -223,6 +223,7 @@ class Undocumented:
 
 class Spec(TypedDict):
     nested: Nested
+    """The field's own words, before its type's."""
     parts: NotRequired[Parts]
     explained: Annotated[Nested, m.Description("This field.")]
     plain: Undocumented
@@ -247,7 +248,7 @@ def test_objects_with_their_required_fields_and_descriptions() -> None:
     nested = spec["properties"]["nested"]
     assert nested == {
         "type": "object",
-        "description": "Nested says what nests.",
+        "description": "The field's own words, before its type's.",
         "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
         "required": ["b"],  # Required[...] in a total=False TypedDict
     }
@@ -256,6 +257,8 @@ def test_objects_with_their_required_fields_and_descriptions() -> None:
     assert parts["description"] == "Parts of a thing."
     assert parts["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
     assert spec["properties"]["explained"]["description"] == "This field."
+    assert spec["properties"]["explained"]["properties"] == nested["properties"]
+    assert field_schema(Nested)["description"] == "Nested says what nests."
     assert "description" not in spec["properties"]["plain"]  # not the dataclass's signature
 
 
@@ -368,6 +371,8 @@ def test_the_crd_of_a_kind_with_two_versions() -> None:
         printer_columns=[
             m.PrinterColumn("Size", ".spec.size", priority=1, description="d", format="f")
         ],
+        selectable_fields=[".spec.size"],
+        validations=[m.XValidation("self.metadata.name != 'x'", message="not x")],
     )
     crd = crd_for(kind)
     assert crd["metadata"] == {"name": "policies.example.com"}
@@ -406,6 +411,11 @@ def test_the_crd_of_a_kind_with_two_versions() -> None:
         "use v1",
     )
     assert "subresources" not in v1beta1
+    assert v1["selectableFields"] == [{"jsonPath": ".spec.size"}]
+    assert v1["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] == [
+        {"rule": "self.metadata.name != 'x'", "message": "not x"}
+    ]
+    assert "x-kubernetes-validations" not in v1beta1["schema"]["openAPIV3Schema"]
     assert crd_file_name(kind) == "example.com_policies.yaml"
 
 

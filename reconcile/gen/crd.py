@@ -83,14 +83,14 @@ def _name(tp: Any) -> str:
     return repr(tp).replace("typing.", "")
 
 
-def _unwrap(tp: Any) -> tuple[Any, list[Marker], bool | None]:
+def _unwrap(tp: Any, path: str) -> tuple[Any, list[Marker], bool | None]:
     """The type under Annotated/Required/NotRequired, its markers and the explicit requiredness."""
     found: list[Marker] = []
     required: bool | None = None
     while True:
         origin = get_origin(tp)
         if origin is typing.Annotated:
-            found.extend(_markers(tp.__metadata__))
+            found.extend(_markers(tp.__metadata__, path))
             tp = tp.__origin__
         elif origin in (Required, NotRequired):
             required = origin is Required
@@ -99,30 +99,52 @@ def _unwrap(tp: Any) -> tuple[Any, list[Marker], bool | None]:
             return tp, found, required
 
 
-def _markers(metadata: Iterable[Any]) -> Iterator[Marker]:
+def _markers(metadata: Iterable[Any], path: str) -> Iterator[Marker]:
     for item in metadata:
         # `Annotated[str, Nullable]` (the class) means the marker without arguments.
         if isinstance(item, type) and issubclass(item, Marker):
-            item = item()
+            try:
+                item = item()
+            except TypeError:
+                raise CRDError(f"{path}: say {item.__name__}(...), with its value") from None
         if isinstance(item, Marker):
             yield item
 
 
-def _is_json(value: Any) -> bool:
-    if value is None or isinstance(value, str | int | float | bool):
-        return True
-    if isinstance(value, list | tuple):
-        return all(_is_json(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
-    return False
-
-
 def _json_value(value: Any, path: str) -> Any:
+    """``value`` as JSON (an enum member as its value, a tuple as a list)."""
     value = value.value if isinstance(value, enum.Enum) else value
-    if not _is_json(value):
-        raise CRDError(f"{path}: {value!r} is not a JSON value")
-    return list(value) if isinstance(value, tuple) else value
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_value(v, path) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _json_value(v, path) for k, v in value.items()}
+    raise CRDError(f"{path}: {value!r} is not a JSON value")
+
+
+_JSON_TYPES: tuple[tuple[type[Any], str], ...] = (
+    (bool, "boolean"),  # before int: a bool is an int
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
+def _json_type(value: Any) -> str:
+    return next((name for python, name in _JSON_TYPES if isinstance(value, python)), "null")
+
+
+def _check_value(schema: dict[str, Any], value: Any, what: str, path: str) -> None:
+    """The apiserver refuses a CRD whose default or enum value is not of the field's type."""
+    expected, actual = schema.get("type"), _json_type(value)
+    if not expected or actual == expected or (expected, actual) == ("number", "integer"):
+        return
+    if actual == "null" and schema.get("nullable"):
+        return
+    raise CRDError(f"{path}: {what} {value!r} is not a {expected}")
 
 
 def _enum_type(values: list[Any], path: str) -> str:
@@ -186,7 +208,7 @@ class _Schemas:
         self._expanding: list[Any] = []
 
     def node(self, annotation: Any, path: str) -> dict[str, Any]:
-        tp, found, _ = _unwrap(annotation)
+        tp, found, _ = _unwrap(annotation, path)
         if get_origin(tp) in (Union, types.UnionType):
             members = [a for a in get_args(tp) if a is not type(None)]
             if len(members) == 1:
@@ -200,7 +222,7 @@ class _Schemas:
         return self.apply(schema, found, path)
 
     def _union(self, tp: Any, found: list[Marker], path: str) -> dict[str, Any]:
-        members = {_unwrap(a)[0] for a in get_args(tp)} - {type(None)}
+        members = {_unwrap(a, path)[0] for a in get_args(tp)} - {type(None)}
         if any(isinstance(m, markers.IntOrString) for m in found) and members == {int, str}:
             return {}
         raise CRDError(
@@ -247,10 +269,10 @@ class _Schemas:
         args = get_args(tp)
         if not args:
             raise CRDError(f"{path}: {_name(tp)}: say the value type, e.g. dict[str, str]")
-        key = _unwrap(args[0])[0]
+        key = _unwrap(args[0], path)[0]
         if getattr(key, "__supertype__", key) is not str:
             raise CRDError(f"{path}: {_name(tp)}: JSON object keys are strings, not {_name(key)}")
-        if _unwrap(args[1])[0] is Any:
+        if _unwrap(args[1], path)[0] is Any:
             return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         return {"type": "object", "additionalProperties": self.node(args[1], f"{path}{{*}}")}
 
@@ -266,7 +288,10 @@ class _Schemas:
                 if root and name in _ROOT_FIELDS:
                     continue
                 properties[name] = self.node(annotation, f"{path}.{name}")
-                described = any(isinstance(m, markers.Description) for m in _unwrap(annotation)[1])
+                described = any(
+                    isinstance(m, markers.Description)
+                    for m in _unwrap(annotation, f"{path}.{name}")[1]
+                )
                 if name in docs and not described:
                     properties[name]["description"] = docs[name]
                 if is_required:
@@ -301,6 +326,10 @@ class _Schemas:
             schema.update(keywords)
             if rules:
                 schema.setdefault("x-kubernetes-validations", []).extend(rules)
+        for value in schema.get("enum", []):
+            _check_value(schema, value, "enum value", path)
+        if "default" in schema:
+            _check_value(schema, schema["default"], "default", path)
         _check_list(schema, path)
         return schema
 
@@ -316,7 +345,7 @@ def _fields(cls: Any, path: str) -> dict[str, tuple[Any, bool]]:
         return {
             name: (hint, explicit if explicit is not None else name in required_keys)
             for name, hint in hints.items()
-            for explicit in [_unwrap(hint)[2]]
+            for explicit in [_unwrap(hint, f"{path}.{name}")[2]]
         }
     return {
         f.name: (hints[f.name], _dataclass_required(f))

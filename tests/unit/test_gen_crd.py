@@ -70,6 +70,19 @@ def field_schema(annotation: Any) -> dict[str, Any]:
         (m.Int32, {"type": "integer", "format": "int32"}),
         (m.Int64, {"type": "integer", "format": "int64"}),
         (Annotated[int, m.Default(3)], {"type": "integer", "default": 3}),
+        (Annotated[float, m.Default(1)], {"type": "number", "default": 1}),
+        (
+            Annotated[int | None, m.Default(None)],
+            {"type": "integer", "nullable": True, "default": None},
+        ),
+        (
+            Annotated[list[list[int]], m.Default(((1, 2),))],
+            {
+                "type": "array",
+                "items": {"type": "array", "items": {"type": "integer"}},
+                "default": [[1, 2]],
+            },
+        ),
         (Annotated[str, m.Nullable()], {"type": "string", "nullable": True}),
         (Annotated[str, m.Nullable], {"type": "string", "nullable": True}),  # the class alone
         (Annotated[str, m.Description("Why.")], {"type": "string", "description": "Why."}),
@@ -331,6 +344,11 @@ class Unresolved(TypedDict):
         (Annotated[str, m.ListType("set")], r"Root\.spec\.x: ListType applies to array"),
         (Annotated[int, m.Default(object())], r"Root\.spec\.x: <object .*> is not a JSON value"),
         (Literal["a", 1], r"Root\.spec\.x: enum values \['a', 1\] are not all strings"),
+        (Annotated[str, m.Minimum], r"Root\.spec\.x: say Minimum\(\.\.\.\), with its value"),
+        (Annotated[int, m.Default("3")], r"Root\.spec\.x: default '3' is not a integer"),
+        (Annotated[int, m.Default(None)], r"Root\.spec\.x: default None is not a integer"),
+        (Annotated[str, m.Enum("a", 1)], r"Root\.spec\.x: enum value 1 is not a string"),
+        (Annotated[list[int], m.Default([(1, 2j)])], r"Root\.spec\.x: 2j is not a JSON value"),
         (
             Annotated[list[Nested], m.ListType("map")],
             r"Root\.spec\.x: ListType\('map'\) needs ListMapKeys",

@@ -2,7 +2,8 @@
 
 ``reconcile gen crd MODULE [MODULE...] --output DIR`` imports the modules (names, with the current
 directory importable as for ``python -m``, or paths to ``.py`` files), finds the
-``reconcile.markers.Kind`` declarations in them and writes one CRD per kind to
+``reconcile.markers.Kind`` declarations their globals name (a Kind, a Version of one or its GVK,
+declared there or imported) and writes one CRD per kind to
 ``DIR/<group>_<plural>.yaml`` (``-``: all to stdout). Bad input exits 2 with the reason.
 """
 

@@ -1,0 +1,7 @@
+"""Gen holds the generators of ``reconcile gen``: Python sources and manifests from declarations.
+
+``reconcile.gen.crd`` writes CustomResourceDefinitions from ``reconcile.markers`` kinds
+(controller-gen's ``crd``). Each generator is imported by its command only, never by a controller.
+"""
+
+__all__: list[str] = []

@@ -57,7 +57,7 @@ def test_init_then_create_api_write_a_project(tmp_path: Path) -> None:
     types = (tmp_path / "guestbook_operator/api/v1/guest_book.py").read_text()
     assert 'Kind("webapp.example.com", "GuestBook", scope="Namespaced")' in types
     setup = (tmp_path / "guestbook_operator/controllers/__init__.py").read_text()
-    assert "guest_book.setup(manager)" in setup
+    assert "CONTROLLERS: tuple[ModuleType, ...] = (\n    guest_book,\n)" in setup
 
 
 def test_a_second_kind_in_the_same_version_keeps_the_first(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_second_kind_in_the_same_version_keeps_the_first(tmp_path: Path) -> No
     create_api(tmp_path, group="store", version="v1", kind="Order", namespaced=False)
     assert (tmp_path / "shop/api/v1/__init__.py").read_text() == '"""mine"""\n'
     setup = (tmp_path / "shop/controllers/__init__.py").read_text()
-    assert setup.index("cart.setup") < setup.index("order.setup")
+    assert setup.index("    cart,") < setup.index("    order,")
     assert 'scope="Cluster"' in (tmp_path / "shop/api/v1/order.py").read_text()
 
 

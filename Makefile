@@ -13,11 +13,14 @@ LINTSTAMP := $(LINTVENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# editable_mode=compat: a path in a .pth file, which mypy follows (setuptools' default import
+# hook for this flat layout is invisible to type checkers, in this checkout and in users' projects).
+$(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "setting up $(VENV) (log: $(VENV)/install.log)"
 	@( $(BIN)/python -m pip install --disable-pip-version-check --upgrade pip \
-	   && $(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]' ) \
+	   && $(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]' \
+	        --config-settings editable_mode=compat ) \
 	   > $(VENV)/install.log 2>&1 || { tail -40 $(VENV)/install.log; exit 1; }
 	@touch $@
 

@@ -1,7 +1,8 @@
 """Cli is ``reconcile gen``: one sub-command per generator, each a function of its own.
 
 ``reconcile gen crd MODULE [MODULE...] --output DIR`` imports the modules (names, with the current
-directory importable as for ``python -m``, or paths to ``.py`` files), finds the
+directory importable as for ``python -m``, or paths to ``.py`` files; a package with every module
+under it, as controller-gen's ``paths=./...``), finds the
 ``reconcile.markers.Kind`` declarations their globals name (a Kind, a Version of one or its GVK,
 declared there or imported) and writes one CRD per kind to
 ``DIR/<group>_<plural>.yaml`` (``-``: all to stdout). Bad input exits 2 with the reason.
@@ -13,6 +14,7 @@ import argparse
 import importlib
 import importlib.util
 import os
+import pkgutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -38,13 +40,25 @@ def _add_crd(generators: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=_crd)
 
 
-def _import(target: str) -> ModuleType:
+def _import(target: str) -> list[ModuleType]:
     try:
-        return _import_module(target)
+        module = _import_module(target)
+        return [module, *_submodules(module)]
     except ImportError:
         raise
     except Exception as error:  # the user's module failed to run: say which and why
         raise ImportError(f"{target} does not import: {type(error).__name__}: {error}") from error
+
+
+def _submodules(package: ModuleType) -> list[ModuleType]:
+    # A scaffolded project's kinds live in PACKAGE/api/VERSION/KIND.py, none imported by the
+    # package itself: `gen crd PACKAGE.api` finds them all, in a stable (sorted) order.
+    paths = getattr(package, "__path__", None)
+    if paths is None:
+        return []
+    prefix = package.__name__ + "."
+    names = sorted(info.name for info in pkgutil.walk_packages(paths, prefix))
+    return [importlib.import_module(name) for name in names]
 
 
 def _import_module(target: str) -> ModuleType:
@@ -66,7 +80,7 @@ def _crd(args: argparse.Namespace) -> int:
     from reconcile.gen.crd import CRDError, crd_file_name, crd_for, crd_yaml, find_kinds
 
     try:
-        modules = [_import(target) for target in args.modules]
+        modules = [module for target in args.modules for module in _import(target)]
         kinds = find_kinds(vars(module) for module in modules)
         if not kinds:
             raise CRDError(f"no reconcile.markers.Kind in {', '.join(args.modules)}")

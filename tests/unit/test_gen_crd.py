@@ -602,3 +602,25 @@ def test_the_declaration_types_the_handle(tmp_path: Path) -> None:
     ), done.stdout
     assert 'Extra key "sise" for TypedDict "WidgetSpec"' in done.stdout, done.stdout
     assert done.stdout.count("error:") == 1, done.stdout
+
+
+def test_a_package_is_searched_with_every_module_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As a scaffolded project lays kinds out: PACKAGE/api/VERSION/KIND.py, imported by nobody.
+    version = tmp_path / "walkedproject" / "api" / "v1"
+    version.mkdir(parents=True)
+    for package in (version.parents[1], version.parent, version):
+        (package / "__init__.py").write_text("")
+    (version / "gizmo.py").write_text(
+        "from typing import Any, TypedDict\n"
+        "from reconcile.markers import Kind\n"
+        "class Gizmo(TypedDict):\n"
+        "    metadata: dict[str, Any]\n"
+        "    spec: dict[str, str]\n"
+        'GIZMO = Kind("walk.example.com", "Gizmo").version("v1", Gizmo).gvk\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["gen", "crd", "walkedproject.api", "-o", "-"]) == 0
+    assert "name: gizmos.walk.example.com" in capsys.readouterr().out

@@ -1,8 +1,9 @@
-"""Gen writes the manifests a controller project ships from its Python declarations.
+"""Gen holds the generators of ``reconcile gen``: Python sources and manifests from declarations.
 
-controller-gen's role: ``reconcile gen rbac MODULE...`` writes the ClusterRole/Roles that the
-modules' ``PERMISSIONS`` declare (``reconcile.rbac``). ``reconcile.gen.cli.add_gen_parser``
-registers the ``gen`` command on a CLI.
+``reconcile.gen.crd`` writes CustomResourceDefinitions from ``reconcile.markers`` kinds
+(controller-gen's ``crd``), ``reconcile.gen.rbac`` the ClusterRole/Roles that modules'
+``PERMISSIONS`` declare (``reconcile.rbac``, controller-gen's ``rbac``). Each generator is
+imported by its command only, never by a controller.
 """
 
 __all__: list[str] = []

@@ -373,6 +373,13 @@ def _check_list(schema: dict[str, Any], path: str) -> None:
         missing = [k for k in keys if k not in items["properties"]]
         if missing:
             raise CRDError(f"{path}: list map keys {missing} are not fields of the items")
+        required = set(items.get("required", ()))
+        loose = [k for k in keys if k not in required and "default" not in items["properties"][k]]
+        if loose:
+            raise CRDError(
+                f"{path}: list map keys {loose} must be required fields of the items or have a "
+                "Default (the apiserver refuses the CRD otherwise)"
+            )
     if list_type == "set" and items.get("type") not in ("string", "integer", "number", "boolean"):
         raise CRDError(f"{path}: ListType('set') needs scalar items")
 

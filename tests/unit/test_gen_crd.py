@@ -359,6 +359,10 @@ class Unresolved(TypedDict):
             r"Root\.spec\.x: list map keys \['c'\] are not fields of the items",
         ),
         (Annotated[list[Nested], m.ListMapKeys("a")], r"ListMapKeys needs ListType\('map'\)"),
+        (
+            Annotated[list[Nested], m.ListType("map"), m.ListMapKeys("a", "b")],
+            r"Root\.spec\.x: list map keys \['a'\] must be required fields of the items or have",
+        ),
         (Annotated[list[Nested], m.ListType("set")], r"ListType\('set'\) needs scalar items"),
     ],
 )

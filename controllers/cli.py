@@ -27,6 +27,7 @@ from controllers.manageroptions import (
 from controllers.run import add_run_parser
 from controllers.shardingoptions import ShardingOptions
 from reconcile import ConfigError, LeadershipLost, ManagerOptions, configure_logging
+from reconcile.gen.cli import add_gen_parser
 from reconcile.webhook import DEFAULT_CERT_DIR
 
 __all__ = ["main"]
@@ -244,9 +245,10 @@ def _parser() -> argparse.ArgumentParser:
     add_interpret_parser(commands)
     add_run_parser(commands)
     # Only here: controllers reach testenv from the demo and this command alone (lint-imports).
-    from testenv.cli import add_testenv_parser
+    from testenv.cli import add_testenv_parser, started_host
 
     add_testenv_parser(commands)
+    add_gen_parser(commands, start_apiserver=started_host)
     add_command_parsers(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")
     demo.set_defaults(func=_demo)

@@ -10,7 +10,7 @@ cluster, a webhook). ``start`` never blocks; ``wait_for_sync`` waits for the ini
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup
@@ -91,7 +91,7 @@ class Kind:
     """
 
     cache: Cache
-    gvk: GVK
+    gvk: GVK[Any]
     handler: EventHandler
     predicates: tuple[Predicate, ...] = ()
     cluster: str = ""

@@ -69,7 +69,7 @@ def _api_client() -> Any:
             "reconcile.api's model bridge needs kubernetes-asyncio (pip install kubernetes-asyncio)"
         ) from error
 
-    class OfflineApiClient(ApiClient):  # type: ignore[misc]
+    class OfflineApiClient(ApiClient):
         """An ApiClient for (de)serialising only: no HTTP session (which would need a loop
         and closing)."""
 

@@ -78,9 +78,8 @@ async def _generate_types(args: argparse.Namespace) -> list[Path]:
     if args.kubeconfig is not None:
         async with await Client.connect(args.kubeconfig, context=args.context) as client:
             return await generate_types(client, args.output)
-    async with args.start_apiserver() as kubeconfig:
-        async with await Client.connect(kubeconfig) as client:
-            return await generate_types(client, args.output)
+    async with args.start_apiserver() as kubeconfig, await Client.connect(kubeconfig) as client:
+        return await generate_types(client, args.output)
 
 
 _SUBCOMMANDS: Final[tuple[Callable[[Subparsers], None], ...]] = (_add_types,)

@@ -1,7 +1,7 @@
 """Cli wires ``reconcile gen`` into a command line: one function per generator adds its
 sub-command to the ``gen`` parser (``types`` now; ``crd`` and ``rbac`` join ``_SUBCOMMANDS``).
 
-The framework does not import testenv: a command line that can start a local apiserver passes
+testenv is out of the framework's reach: a command line that can start a local apiserver passes
 ``start_apiserver`` (the ``reconcile`` command passes testenv's), used when no kubeconfig is given.
 """
 

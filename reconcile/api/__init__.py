@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 __all__ = ["from_model", "to_model"]
 
 
@@ -46,6 +44,7 @@ def to_model(obj: Mapping[str, Any], model: str) -> Any:
         ValueError: kubernetes-asyncio has no model of that name.
         ImportError: kubernetes-asyncio is not installed.
     """
+    import orjson
     from kubernetes_asyncio.client import models
 
     if not isinstance(getattr(models, model, None), type):

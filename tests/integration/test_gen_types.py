@@ -61,3 +61,12 @@ async def test_an_unreachable_cluster_is_reported_by_the_command(tmp_path: Path)
     assert done.returncode == 1
     assert done.stderr.decode().startswith("gen types: ")
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_without_a_kubeconfig_the_command_starts_a_testenv_of_its_own(
+    tmp_path: Path,
+) -> None:
+    command = [sys.executable, "-m", "controllers.cli", "gen", "types", "--output", str(tmp_path)]
+    done = await anyio.run_process(command, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert _tree(tmp_path) == _tree(API)

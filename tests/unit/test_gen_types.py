@@ -3,11 +3,13 @@ clear error for what it cannot express."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import pytest
 
 from reconcile.gen import SchemaError, render_types
+from reconcile.gen.cli import add_gen_parser
 
 REF = "#/components/schemas/"
 
@@ -189,3 +191,20 @@ def test_a_schema_it_cannot_express_is_an_error_naming_the_field(
     gadget = {"io.example.api.shop.v1.Gadget": {"type": "object", "properties": {"mode": schema}}}
     with pytest.raises(SchemaError, match=message):
         _render(gadget)
+
+
+def test_the_command_without_a_kubeconfig_or_a_local_apiserver_says_what_to_give(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser(prog="reconcile")
+    add_gen_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["gen", "types"])
+    assert args.func(args) == 2
+    assert "give --kubeconfig" in capsys.readouterr().err
+
+
+def test_gen_needs_a_generator_named() -> None:
+    parser = argparse.ArgumentParser(prog="reconcile")
+    add_gen_parser(parser.add_subparsers(dest="command", required=True))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["gen"])

@@ -15,6 +15,13 @@ A class gets the methods by subclassing the Protocols (PEP 544: an explicit subc
 them) and implementing the primitives; the primitives are members of the Protocols too, so a
 type checker takes for a ``Reader`` only what has ``_get`` and ``_list`` besides ``get`` and
 ``list``. That keeps the one implementation typed; a test double that is not a subclass is cast.
+
+Typed kinds: with a typed handle (``reconcile.api.apps.v1.DEPLOYMENT``, a ``GVK[Deployment]``)
+``get`` is typed as returning a ``Deployment``, ``list`` an ``ObjectList[Deployment]`` and
+``list_all`` a ``list[Deployment]``; the writes return the TypedDict they are given. An untyped
+GVK, a ``dict[str, Any]`` or a dict literal keeps ``dict[str, Any]``, and a metadata-only answer
+is always a dict. Only type checkers see this: at run time every object is the same dict. A
+subclass overriding an overloaded method declares ``-> Any`` (or the same overloads).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ other, against the same kubeconfig:
 - ``ours``: a Manager restricted to the namespace with
   ``controller_managed_by(mgr).for_(ConfigMap).complete(reconcile)``; the reconcile reads the
   object from the cache (``mgr.client.get``, a copy, as every real reconcile starts) and notes the
-  round annotation it saw. Default options (one worker).
+  round annotation it saw. Default options (one worker). ``bench/_reconcile_child.py``: it
+  imports only the framework, as kopf's child imports only kopf.
 - ``kopf``: ``@kopf.on.event("configmaps")`` with an async handler that notes the round annotation
   of the body it is given (``bench/_kopf_child.py``: standalone, namespace-scoped, posting of k8s
   Events off, kubernetes-asyncio hidden so kopf's memory is that of kopf alone). on.event handlers
@@ -55,17 +56,11 @@ import anyio
 import anyio.abc
 
 from bench._cluster import CONFIGMAP, create_configmaps, create_namespace, touch_configmaps
-from bench._workload import NAMESPACE, ROUND_ANNOTATION, Tally, cpu_seconds, rss_kib, say
+from bench._workload import NAMESPACE, ROUND_ANNOTATION, cpu_seconds, rss_kib
 from reconcile import (
     Client,
     ClusterConfig,
-    Manager,
-    ManagerOptions,
-    NotFound,
-    Request,
     Unlimited,
-    configure_logging,
-    controller_managed_by,
 )
 from testenv import Environment
 
@@ -75,32 +70,6 @@ CONTENDERS: Final = ("ours", "kopf")
 ROOT: Final = Path(__file__).resolve().parents[1]
 STOP_TIMEOUT: Final = 30.0
 ROUND_TIMEOUT: Final = 900.0
-
-
-# --- children ------------------------------------------------------------------------------------
-
-
-def _child_ours(kubeconfig: Path, objects: int) -> None:
-    configure_logging(level="WARNING")
-    tally = Tally(objects)
-
-    async def run() -> None:
-        config = await ClusterConfig.from_kubeconfig(kubeconfig)
-        options = ManagerOptions(metrics_bind_address="0", namespace=NAMESPACE)
-        manager = Manager(config, options=options)
-
-        async def reconcile(request: Request) -> None:
-            try:
-                obj = await manager.client.get(CONFIGMAP, request.name, namespace=request.namespace)
-            except NotFound:
-                return
-            tally.note(request.name, obj["metadata"].get("annotations"))
-
-        controller_managed_by(manager).for_(CONFIGMAP).complete(reconcile)
-        await manager.run_until_signalled()
-
-    say("IMPORTED", time.monotonic())
-    anyio.run(run)
 
 
 # --- parent --------------------------------------------------------------------------------------
@@ -192,8 +161,7 @@ async def _contender(
     if name == "kopf":
         argv = [sys.executable, "-m", "bench._kopf_child", str(objects)]
     else:
-        argv = [sys.executable, "-m", "bench.reconcile", "--child", name]
-        argv += ["--kubeconfig", str(kubeconfig), "--objects", str(objects)]
+        argv = [sys.executable, "-m", "bench._reconcile_child", str(kubeconfig), str(objects)]
     # kopf reads the kubeconfig from $KUBECONFIG.
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     spawned = time.monotonic()
@@ -346,12 +314,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20, help="parallel writers")
     parser.add_argument("--rounds", type=int, default=1, help="runs per contender")
     parser.add_argument("--kubeconfig", type=Path, help="use a running cluster (no testenv)")
-    parser.add_argument("--child", choices=["ours"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child == "ours":
-        _child_ours(args.kubeconfig, args.objects)
-    else:
-        anyio.run(_run, args)
+    anyio.run(_run, args)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from controllers.run import add_run_parser
 from controllers.shardingoptions import ShardingOptions
 from reconcile import ConfigError, LeadershipLost, ManagerOptions, configure_logging
 from reconcile.gen.cli import add_gen_parser
+from reconcile.scaffold.cli import add_scaffold_parsers
 from reconcile.webhook import DEFAULT_CERT_DIR
 
 __all__ = ["main"]
@@ -244,6 +245,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_webhook(commands)
     add_interpret_parser(commands)
     add_run_parser(commands)
+    add_scaffold_parsers(commands)
     # Only here: controllers reach testenv from the demo and this command alone (lint-imports).
     from testenv.cli import add_testenv_parser, started_host
 

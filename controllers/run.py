@@ -19,7 +19,12 @@ from typing import Any
 
 import anyio
 
-from controllers.manageroptions import LeaderElectionOptions, MetricsOptions, manager_options
+from controllers.manageroptions import (
+    LeaderElectionOptions,
+    MetricsOptions,
+    WebhookServerOptions,
+    manager_options,
+)
 from reconcile import ConfigError, LeadershipLost, Manager, ManagerOptions, configure_logging
 
 __all__ = ["add_run_parser", "load_setup"]
@@ -38,6 +43,7 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     MetricsOptions.add_flags(parser)
     parser.add_argument("--health-probe-bind-address", default=":8081")
     LeaderElectionOptions.add_flags(parser)
+    WebhookServerOptions.add_flags(parser)
     parser.add_argument("--leader-election-id", default="", help="the Lease's name")
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="INFO")
@@ -68,7 +74,11 @@ def _run(args: argparse.Namespace) -> int:
     configure_logging(json=args.log_format == "json", level=args.log_level)
     try:
         setup = load_setup(args.target)
-        options = manager_options(args, leader_election_id=args.leader_election_id)
+        options = manager_options(
+            args,
+            leader_election_id=args.leader_election_id,
+            webhook_server=WebhookServerOptions.from_args(args).server(),
+        )
         anyio.run(_serve, args, options, setup)
     except (ConfigError, ValueError, ImportError) as error:
         print(f"run: {error}", file=sys.stderr)

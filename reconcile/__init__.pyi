@@ -1,5 +1,6 @@
 """The names ``reconcile`` exports, for type checkers; ``__init__.py`` loads each on first use."""
 
+from reconcile import markers as markers
 from reconcile import predicate as predicate
 from reconcile.builder import Builder as Builder
 from reconcile.builder import BuilderError as BuilderError

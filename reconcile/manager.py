@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 import structlog
@@ -52,10 +52,13 @@ from reconcile.grace import GracePeriod, current_grace
 from reconcile.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from reconcile.metrics import register_cache_metrics
 from reconcile.record.recorder import EventBroadcaster, EventRecorder
-from reconcile.serving.auth import FilterProvider, with_authentication_and_authorization
 from reconcile.serving.certificate import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
-from reconcile.serving.server import Check, HTTPServer, is_loopback, parse_bind_address
-from reconcile.webhook.server import WebhookServer
+
+if TYPE_CHECKING:
+    # aiohttp.web (2 MiB, under the servers and webhooks) loads when a server is made, not here.
+    from reconcile.serving.auth import FilterProvider
+    from reconcile.serving.server import Check, HTTPServer
+    from reconcile.webhook.server import WebhookServer
 
 __all__ = ["Manager", "ManagerOptions", "NotLeader", "Runnable"]
 
@@ -367,6 +370,8 @@ class Manager:
         if self._webhook_server is None:
             if self._others is not None:
                 raise RuntimeError("the webhook server must be set up before the manager starts")
+            from reconcile.webhook.server import WebhookServer
+
             self._use_webhook_server(self.options.webhook_server or WebhookServer())
         assert self._webhook_server is not None
         return self._webhook_server
@@ -464,6 +469,8 @@ class Manager:
         self._grace.cut()
 
     async def _start_servers(self, group: TaskGroup) -> None:
+        from reconcile.serving.server import HTTPServer
+
         options = self.options
         self.metrics_port = await group.start(self._metrics.run)
         probes = HTTPServer(
@@ -479,6 +486,9 @@ class Manager:
         Raises:
             ValueError: a bad bind address; CertificateError: an unusable certificate directory.
         """
+        from reconcile.serving.auth import with_authentication_and_authorization
+        from reconcile.serving.server import HTTPServer, is_loopback, parse_bind_address
+
         options = self.options
         address = options.metrics_bind_address
         bind = parse_bind_address(address)

@@ -7,6 +7,8 @@ Fixtures (async ones run on pytest-asyncio's session loop, so tests using them n
 - ``host``: its host ControlPlane.
 - ``namespace``: a namespace created on the host for this test only.
 - ``multicluster``: the same Environment with the member clusters (``--testenv-members``) added.
+- ``manager``: a reconcile Manager of the host as admin, not started (``async with
+  running(manager)`` runs it inside the test).
 - ``webhooks``: installs a test's webhook configurations and conversion CRDs for a local server
   (``await webhooks.install(WebhookInstallOptions(...))`` gives host, port and cert dir) and
   removes them after the test, so a webhook nobody serves any more refuses nothing else.
@@ -37,7 +39,7 @@ from testenv.webhooks import WebhookInstaller
 if TYPE_CHECKING:
     from reconcile import Manager
 
-__all__ = ["host", "multicluster", "namespace", "testenv", "webhooks"]
+__all__ = ["host", "manager", "multicluster", "namespace", "testenv", "webhooks"]
 
 DEFAULT_MEMBERS = "member1,member2"
 

@@ -31,7 +31,6 @@ import builtins
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from importlib import metadata
 from types import TracebackType
 from typing import Any, Final
 
@@ -39,6 +38,7 @@ import aiohttp
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from reconcile import __version__
 from reconcile.client.config import ClusterConfig
 from reconcile.client.interfaces import DEFAULT_PAGE_SIZE, ListerWatcher, ObjectClient, Reader
 from reconcile.client.options import (
@@ -111,14 +111,7 @@ METADATA_LIST_ACCEPT: Final = f"{JSON};as=PartialObjectMetadataList{_AS_METADATA
 """Accept of a metadata-only list: a PartialObjectMetadataList."""
 
 
-def _user_agent() -> str:
-    try:
-        return f"reconcile/{metadata.version('reconcile')}"
-    except metadata.PackageNotFoundError:
-        return "reconcile"
-
-
-USER_AGENT: Final = _user_agent()
+USER_AGENT: Final = f"reconcile/{__version__}"
 
 
 def _transport_error(response: aiohttp.ClientResponse) -> aiohttp.ClientResponseError:

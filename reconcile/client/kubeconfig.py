@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 __all__ = [
     "ConfigError",
     "Selection",
@@ -101,6 +99,8 @@ def read_kubeconfig(paths: Sequence[Path], *, explicit: bool = False) -> dict[st
 
 
 def _parse(text: str, path: Path) -> dict[str, Any]:
+    import yaml  # here, not at import: only a process that reads a kubeconfig needs PyYAML
+
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:

@@ -1,18 +1,9 @@
-"""Gen holds the generators behind ``reconcile gen``: code and manifests made from an apiserver's
-or a project's declarations, committed and re-runnable (controller-gen's role).
+"""Gen holds the generators of ``reconcile gen``: Python sources and manifests from declarations.
 
-``types`` writes the TypedDict modules of ``reconcile.api`` from the kube-apiserver's OpenAPI v3.
+``reconcile.gen.crd`` writes CustomResourceDefinitions from ``reconcile.markers`` kinds
+(controller-gen's ``crd``); ``reconcile.gen.types`` writes the TypedDict modules of
+``reconcile.api`` from the kube-apiserver's OpenAPI v3 (``reconcile.gen.openapi`` fetches it).
+Each generator is imported by its command only, never by a controller.
 """
 
-from reconcile.gen.openapi import GROUP_VERSIONS, OpenAPIError, fetch_openapi
-from reconcile.gen.types import SchemaError, generate_types, render_types, write_types
-
-__all__ = [
-    "GROUP_VERSIONS",
-    "OpenAPIError",
-    "SchemaError",
-    "fetch_openapi",
-    "generate_types",
-    "render_types",
-    "write_types",
-]
+__all__: list[str] = []

@@ -1,17 +1,31 @@
-"""Cli wires ``reconcile gen`` into a command line: one function per generator adds its
-sub-command to the ``gen`` parser (``types`` now; ``crd`` and ``rbac`` join ``_SUBCOMMANDS``).
+"""Cli is ``reconcile gen``: one sub-command per generator, each a function of its own, listed
+in ``_GENERATORS``.
 
-testenv is out of the framework's reach: a command line that can start a local apiserver passes
-``start_apiserver`` (the ``reconcile`` command passes testenv's), used when no kubeconfig is given.
+``reconcile gen crd MODULE [MODULE...] --output DIR`` imports the modules (names, with the current
+directory importable as for ``python -m``, or paths to ``.py`` files; a package with every module
+under it, as controller-gen's ``paths=./...``), finds the
+``reconcile.markers.Kind`` declarations their globals name (a Kind, a Version of one or its GVK,
+declared there or imported) and writes one CRD per kind to
+``DIR/<group>_<plural>.yaml`` (``-``: all to stdout). Bad input exits 2 with the reason.
+
+``reconcile gen types [--output DIR] [--kubeconfig K]`` writes ``reconcile.api``'s TypedDicts from
+an apiserver's OpenAPI v3. Without a kubeconfig it starts a throwaway apiserver through
+``start_apiserver``, which a command line able to start one passes (the ``reconcile`` command
+passes testenv's); the framework itself never reaches testenv.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import os
+import pkgutil
 import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from types import ModuleType
 from typing import Final, TypeAlias
 
 import anyio
@@ -21,23 +35,98 @@ __all__ = ["StartAPIServer", "add_gen_parser"]
 StartAPIServer = Callable[[], AbstractAsyncContextManager[Path]]
 """Starts a throwaway apiserver; entering it yields an admin kubeconfig, leaving stops it."""
 
-Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Generators: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 DEFAULT_TYPES_OUTPUT: Final = Path(__file__).resolve().parent.parent / "api"
 """Where ``gen types`` writes by default: this installation's ``reconcile/api``."""
 
 
-def add_gen_parser(commands: Subparsers, *, start_apiserver: StartAPIServer | None = None) -> None:
-    """Register ``gen`` and its sub-commands on a command line's sub-parsers."""
-    parser = commands.add_parser("gen", help="generate code and manifests (reconcile gen types)")
+def add_gen_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    start_apiserver: StartAPIServer | None = None,
+) -> None:
+    """Register ``reconcile gen`` and its generators; ``start_apiserver`` serves ``gen types``
+    when no kubeconfig is given."""
+    parser = commands.add_parser("gen", help="generate CRDs and code from Python declarations")
     parser.set_defaults(start_apiserver=start_apiserver)
-    subcommands = parser.add_subparsers(dest="gen_command", required=True)
-    for add in _SUBCOMMANDS:
-        add(subcommands)
+    generators = parser.add_subparsers(dest="generator", required=True)
+    for add in _GENERATORS:
+        add(generators)
 
 
-def _add_types(subcommands: Subparsers) -> None:
-    parser = subcommands.add_parser(
+def _add_crd(generators: Generators) -> None:
+    parser = generators.add_parser(
+        "crd", help="CustomResourceDefinitions of the reconcile.markers.Kind declarations"
+    )
+    parser.add_argument("modules", nargs="+", metavar="MODULE", help="a module name or .py file")
+    parser.add_argument(
+        "--output", "-o", required=True, metavar="DIR", help="directory of the YAML files, or -"
+    )
+    parser.set_defaults(func=_crd)
+
+
+def _import(target: str) -> list[ModuleType]:
+    try:
+        module = _import_module(target)
+        return [module, *_submodules(module)]
+    except ImportError:
+        raise
+    except Exception as error:  # the user's module failed to run: say which and why
+        raise ImportError(f"{target} does not import: {type(error).__name__}: {error}") from error
+
+
+def _submodules(package: ModuleType) -> list[ModuleType]:
+    # A scaffolded project's kinds live in PACKAGE/api/VERSION/KIND.py, none imported by the
+    # package itself: `gen crd PACKAGE.api` finds them all, in a stable (sorted) order.
+    paths = getattr(package, "__path__", None)
+    if paths is None:
+        return []
+    prefix = package.__name__ + "."
+    names = sorted(info.name for info in pkgutil.walk_packages(paths, prefix))
+    return [importlib.import_module(name) for name in names]
+
+
+def _import_module(target: str) -> ModuleType:
+    if target.endswith(".py"):
+        path = Path(target)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise ImportError(f"no such Python file: {target}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses and get_type_hints look the module up
+        spec.loader.exec_module(module)
+        return module
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(target)
+
+
+def _crd(args: argparse.Namespace) -> int:
+    from reconcile.gen.crd import CRDError, crd_file_name, crd_for, crd_yaml, find_kinds
+
+    try:
+        modules = [module for target in args.modules for module in _import(target)]
+        kinds = find_kinds(vars(module) for module in modules)
+        if not kinds:
+            raise CRDError(f"no reconcile.markers.Kind in {', '.join(args.modules)}")
+        documents = {crd_file_name(kind): crd_yaml(crd_for(kind)) for kind in kinds}
+    except (CRDError, ImportError) as error:
+        print(f"reconcile gen crd: {error}", file=sys.stderr)
+        return 2
+    if args.output == "-":
+        sys.stdout.write("".join(documents.values()))
+        return 0
+    directory = Path(args.output)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in documents.items():
+        (directory / name).write_text(text, encoding="utf-8")
+        print(f"wrote {directory / name}", file=sys.stderr)
+    return 0
+
+
+def _add_types(generators: Generators) -> None:
+    parser = generators.add_parser(
         "types", help="write reconcile.api's TypedDicts from an apiserver's OpenAPI v3"
     )
     parser.add_argument(
@@ -82,5 +171,5 @@ async def _generate_types(args: argparse.Namespace) -> list[Path]:
         return await generate_types(client, args.output)
 
 
-_SUBCOMMANDS: Final[tuple[Callable[[Subparsers], None], ...]] = (_add_types,)
-"""One function per ``gen`` sub-command, each adding its parser."""
+_GENERATORS: Final[tuple[Callable[[Generators], None], ...]] = (_add_crd, _add_types)
+"""One function per generator, each adding its sub-command to ``gen``."""

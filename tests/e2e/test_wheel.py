@@ -91,3 +91,20 @@ def test_a_users_test_runs_with_the_testenv_plugin(fresh: Path, tmp_path: Path) 
     (tmp_path / "pytest.ini").write_text(USER_INI)
     output = _run([str(fresh / "python"), "-m", "pytest", "-p", "testenv", "-q"], tmp_path)
     assert "1 passed" in output, output[-2000:]
+
+
+def test_a_scaffolded_project_passes_its_own_make_test(fresh: Path, tmp_path: Path) -> None:
+    # Issue #28: `reconcile init` + `create api`, then the project's own `make test` (its own
+    # virtualenv with reconcile from this wheel, lint, generated CRD and RBAC, tests on testenv).
+    project = tmp_path / "guestbook"
+    project.mkdir()
+    reconcile = str(fresh / "reconcile")
+    _run([reconcile, "init", "--domain", "example.com", "--repo", "guestbook-operator"], project)
+    api = ["create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook"]
+    _run([reconcile, *api], project)
+    assert "reconcile-" in (project / "Makefile").read_text(), "RECONCILE is not this wheel"
+    output = _run(["make", "test"], project, timeout=1200)
+    assert "3 passed" in output, output[-3000:]
+    crd = project / "config" / "crd" / "webapp.example.com_guestbooks.yaml"
+    assert crd.is_file(), sorted(p.name for p in (project / "config" / "crd").iterdir())
+    assert list((project / "config" / "rbac").glob("*.yaml"))

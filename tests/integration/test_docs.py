@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from reconcile import Manager
-from testenv import ControlPlane
+from testenv import ControlPlane, WebhookInstaller
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -67,3 +67,10 @@ async def test_the_testing_page_runs_as_written(
     module = run_page(DOCS / "testing.md")
     await module["test_configmap"](host, namespace)
     await module["test_configmaps_get_labelled"](host, namespace, manager)
+
+
+async def test_the_webhooks_page_runs_as_written(
+    host: ControlPlane, namespace: str, webhooks: WebhookInstaller
+) -> None:
+    module = run_page(DOCS / "webhooks.md")
+    await module["test_webhooks_default_validate_and_convert"](host, webhooks, namespace)

@@ -10,7 +10,8 @@ import pytest
 
 import reconcile.api
 from reconcile import Client
-from reconcile.gen import OpenAPIError, fetch_openapi, generate_types
+from reconcile.gen.openapi import OpenAPIError, fetch_openapi
+from reconcile.gen.types import generate_types
 from testenv import ControlPlane
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -163,3 +163,10 @@ def test_sharding_options_take_the_leader_elections_lease_settings() -> None:
     options = ShardingOptions.from_args(args)
     assert options == ShardingOptions(name="r1", namespace="shards")
     assert ShardingOptions.from_args(_parser().parse_args(["controller-manager"])) is None
+
+
+def test_run_serves_webhooks_where_its_flags_say() -> None:
+    # docs/webhooks.md: a user's setup function registers webhooks; their server is kubebuilder's.
+    args = _command("run").parse_args(["m:setup", "--webhook-port=10443", "--webhook-cert-path=/c"])
+    server = WebhookServerOptions.from_args(args).server()
+    assert (server.port, server.cert_dir) == (10443, "/c")

@@ -39,6 +39,30 @@ def test_importing_light_names_imports_nothing_heavy() -> None:
     assert not {"aiohttp", "anyio", "orjson", "structlog"} & {m.split(".")[0] for m in modules}
 
 
+MANAGER_PROBE = """
+import json, sys
+from reconcile import Manager, controller_managed_by
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_manager_leaves_what_only_its_servers_need_until_they_are_made() -> None:
+    # Issue #29 item 5: the import weight of a controller process. aiohttp.web (the metrics,
+    # probe and webhook servers), PyYAML (kubeconfigs) and importlib.metadata load when used.
+    env = {"PYTHONPATH": str(ROOT), "PATH": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", MANAGER_PROBE],
+        capture_output=True,
+        check=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
+    modules = set(json.loads(done.stdout))
+    assert "reconcile.manager" in modules
+    assert not {"aiohttp.web", "yaml", "importlib.metadata", "reconcile.webhook"} & modules
+
+
 def test_the_stub_lists_what_the_package_exports() -> None:
     stub = ast.parse((Path(reconcile.__file__).parent / "__init__.pyi").read_text())
     names = {

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from reconcile.gen import SchemaError, render_types
 from reconcile.gen.cli import add_gen_parser
+from reconcile.gen.types import SchemaError, render_types
 
 REF = "#/components/schemas/"
 

@@ -1,0 +1,126 @@
+"""The scaffold (``reconcile init``, ``reconcile create api``): names, files, PROJECT, refusals.
+
+The scaffolded project's own ``make test`` runs in tests/e2e/test_wheel.py; here, what is written
+and what is refused, and that the Python it writes compiles.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from controllers.cli import main
+from reconcile.scaffold import Project, ScaffoldError, create_api, init_project, plural_of
+from reconcile.scaffold.render import render
+
+
+@pytest.mark.parametrize(
+    ("kind", "plural"),
+    [
+        ("Guestbook", "guestbooks"),
+        ("Policy", "policies"),
+        ("Gateway", "gateways"),
+        ("Class", "classes"),
+        ("Box", "boxes"),
+        ("Mesh", "meshes"),
+        ("Batch", "batches"),
+    ],
+)
+def test_plurals_follow_english_rules(kind: str, plural: str) -> None:
+    assert plural_of(kind) == plural
+
+
+def test_a_placeholder_without_a_value_is_an_error() -> None:
+    assert render("a {{x}} b", {"x": "1"}) == "a 1 b"
+    with pytest.raises(ScaffoldError, match=r"\{\{y\}\}"):
+        render("{{y}}", {"x": "1"})
+
+
+def test_init_then_create_api_write_a_project(tmp_path: Path) -> None:
+    init_project(tmp_path, domain="example.com", repo="guestbook-operator")
+    written = create_api(tmp_path, group="webapp", version="v1", kind="GuestBook")
+    names = {str(p.relative_to(tmp_path)) for p in written}
+    assert {
+        "guestbook_operator/api/v1/guest_book.py",
+        "guestbook_operator/controllers/guest_book.py",
+        "tests/test_guest_book.py",
+        "tests/test_guest_book_fake.py",
+    } <= names
+    for path in tmp_path.rglob("*.py"):
+        ast.parse(path.read_text(), str(path))  # every file written is Python that parses
+    project = Project.load(tmp_path)
+    assert [(r.group, r.version, r.kind, r.plural) for r in project.resources] == [
+        ("webapp", "v1", "GuestBook", "guestbooks")
+    ]
+    types = (tmp_path / "guestbook_operator/api/v1/guest_book.py").read_text()
+    assert 'Kind("webapp.example.com", "GuestBook", scope="Namespaced")' in types
+    setup = (tmp_path / "guestbook_operator/controllers/__init__.py").read_text()
+    assert "CONTROLLERS: tuple[ModuleType, ...] = (\n    guest_book,\n)" in setup
+
+
+def test_a_second_kind_in_the_same_version_keeps_the_first(tmp_path: Path) -> None:
+    init_project(tmp_path, domain="example.com", repo="shop")
+    create_api(tmp_path, group="store", version="v1", kind="Cart")
+    (tmp_path / "shop/api/v1/__init__.py").write_text('"""mine"""\n')
+    create_api(tmp_path, group="store", version="v1", kind="Order", namespaced=False)
+    assert (tmp_path / "shop/api/v1/__init__.py").read_text() == '"""mine"""\n'
+    setup = (tmp_path / "shop/controllers/__init__.py").read_text()
+    assert setup.index("    cart,") < setup.index("    order,")
+    assert 'scope="Cluster"' in (tmp_path / "shop/api/v1/order.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("group", "version", "kind", "problem"),
+    [
+        ("Web", "v1", "Guestbook", "group 'Web'"),
+        ("web", "1", "Guestbook", "version '1'"),
+        ("web", "v1beta", "Guestbook", "version 'v1beta'"),
+        ("web", "v1", "guestbook", "kind 'guestbook'"),
+        ("web", "v1", "Guest-book", "kind 'Guest-book'"),
+    ],
+)
+def test_names_the_api_would_refuse_are_refused_first(
+    tmp_path: Path, group: str, version: str, kind: str, problem: str
+) -> None:
+    init_project(tmp_path, domain="example.com", repo="x")
+    with pytest.raises(ScaffoldError, match=problem):
+        create_api(tmp_path, group=group, version=version, kind=kind)
+    assert Project.load(tmp_path).resources == []
+
+
+def test_nothing_is_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "Makefile").write_text("mine\n")
+    with pytest.raises(ScaffoldError, match="would overwrite Makefile"):
+        init_project(tmp_path, domain="example.com", repo="x")
+    assert (tmp_path / "Makefile").read_text() == "mine\n"
+    assert not (tmp_path / "PROJECT").exists()
+
+
+def test_a_kind_twice_and_no_project_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(ScaffoldError, match="reconcile init"):
+        create_api(tmp_path, group="web", version="v1", kind="Site")
+    init_project(tmp_path, domain="example.com", repo="x")
+    create_api(tmp_path, group="web", version="v1", kind="Site")
+    with pytest.raises(ScaffoldError, match="already exists"):
+        create_api(tmp_path, group="web", version="v1", kind="Site")
+    with pytest.raises(ScaffoldError, match="already holds a project"):
+        init_project(tmp_path, domain="example.com", repo="x")
+
+
+def test_bad_domain_and_project_names(tmp_path: Path) -> None:
+    with pytest.raises(ScaffoldError, match="domain"):
+        init_project(tmp_path, domain="Example.com", repo="x")
+    with pytest.raises(ScaffoldError, match="project name"):
+        init_project(tmp_path, domain="example.com", repo="1x")
+
+
+def test_the_commands_exit_2_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init", "--domain", "example.com", "--repo", "web", "--dir", str(tmp_path)]) == 0
+    create = ["create", "api", "--group", "w", "--version", "v1", "--dir", str(tmp_path)]
+    assert main([*create, "--kind", "Site"]) == 0
+    assert main([*create, "--kind", "site"]) == 2
+    assert "kind 'site' is not valid" in capsys.readouterr().err

@@ -245,12 +245,12 @@ def _parser() -> argparse.ArgumentParser:
     _add_webhook(commands)
     add_interpret_parser(commands)
     add_run_parser(commands)
-    add_gen_parser(commands)
     add_scaffold_parsers(commands)
     # Only here: controllers reach testenv from the demo and this command alone (lint-imports).
-    from testenv.cli import add_testenv_parser
+    from testenv.cli import add_testenv_parser, started_host
 
     add_testenv_parser(commands)
+    add_gen_parser(commands, start_apiserver=started_host)
     add_command_parsers(commands)
     demo = commands.add_parser("demo", help="run everything on a local embedded default")
     demo.set_defaults(func=_demo)

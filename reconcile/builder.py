@@ -11,7 +11,7 @@ owned objects; ``with_event_filter`` predicates apply to every watch.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anyio.abc import TaskGroup
 
@@ -45,7 +45,7 @@ def controller_managed_by(manager: Manager) -> Builder:
 
 @dataclass
 class _Watch:
-    gvk: GVK
+    gvk: GVK[Any]
     handler: EventHandler | AsyncEventHandler | None
     predicates: tuple[Predicate, ...]
     cluster: str
@@ -56,7 +56,7 @@ class _Watch:
 class _OwnsSource:
     """A Kind source whose owner handler learns the owner kind's scope when it starts."""
 
-    def __init__(self, manager: Manager, owner: GVK, kind: Kind) -> None:
+    def __init__(self, manager: Manager, owner: GVK[Any], kind: Kind) -> None:
         self._manager, self._owner, self._kind = manager, owner, kind
 
     async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
@@ -85,7 +85,7 @@ class Builder:
         self._options: ControllerOptions | None = None
         self._errors: list[str] = []
 
-    def for_(self, gvk: GVK, *predicates: Predicate, cluster: str = "") -> Builder:
+    def for_(self, gvk: GVK[Any], *predicates: Predicate, cluster: str = "") -> Builder:
         """Reconcile objects of ``gvk``: each event enqueues the object itself."""
         if self._for is not None:
             self._errors.append(f"for_() was called twice ({self._for.gvk} and {gvk})")
@@ -93,7 +93,7 @@ class Builder:
         return self
 
     def owns(
-        self, gvk: GVK, *predicates: Predicate, cluster: str = "", metadata_only: bool = False
+        self, gvk: GVK[Any], *predicates: Predicate, cluster: str = "", metadata_only: bool = False
     ) -> Builder:
         """Also watch ``gvk`` objects and enqueue their controller owner of the for_ kind.
 
@@ -108,7 +108,7 @@ class Builder:
 
     def watches(
         self,
-        target: GVK | Source,
+        target: GVK[Any] | Source,
         handler: EventHandler | AsyncEventHandler | None = None,
         *predicates: Predicate,
         cluster: str = "",

@@ -73,7 +73,9 @@ class CachedClient(ObjectClient):
             target.gvk, target.name, namespace=target.namespace, metadata_only=metadata_only
         )
 
-    async def _list(self, gvk: GVK, namespace: str | None, options: ListOptions) -> dict[str, Any]:
+    async def _list(
+        self, gvk: GVK[Any], namespace: str | None, options: ListOptions
+    ) -> dict[str, Any]:
         return await self.cache.list(
             gvk,
             namespace=namespace,
@@ -84,12 +86,12 @@ class CachedClient(ObjectClient):
 
     # Everything else is the live client's primitives, arguments as normalised already.
 
-    async def resource_for(self, gvk: GVK) -> Resource:
+    async def resource_for(self, gvk: GVK[Any]) -> Resource:
         """How the live client's apiserver serves ``gvk`` (discovery)."""
         return await self.live.resource_for(gvk)
 
     async def _create(
-        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
+        self, gvk: GVK[Any], namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
         return await self.live._create(gvk, namespace, body, options)
 
@@ -105,12 +107,12 @@ class CachedClient(ObjectClient):
         return await self.live._delete(target, options)
 
     async def _delete_collection(
-        self, gvk: GVK, namespace: str | None, selectors: ListOptions, options: DeleteOptions
+        self, gvk: GVK[Any], namespace: str | None, selectors: ListOptions, options: DeleteOptions
     ) -> dict[str, Any]:
         return await self.live._delete_collection(gvk, namespace, selectors, options)
 
     def _watch(
-        self, gvk: GVK, namespace: str | None, options: WatchOptions
+        self, gvk: GVK[Any], namespace: str | None, options: WatchOptions
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
         return self.live._watch(gvk, namespace, options)
 

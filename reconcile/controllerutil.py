@@ -64,23 +64,25 @@ class OperationResult(StrEnum):
 class ObjectWriter(Protocol):
     """The client calls these functions make: a ``Client``, a ``CachedClient`` or testenv's fake."""
 
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+    async def get(
+        self, gvk: GVK[Any], name: str, *, namespace: str | None = None
+    ) -> dict[str, Any]:
         """Read one object."""
         ...
 
-    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create an object."""
         ...
 
-    async def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Replace an object (optimistic, by resourceVersion)."""
         ...
 
-    async def patch(self, obj: Mapping[str, Any], patch: Any, /) -> dict[str, Any]:
+    async def patch(self, obj: dict[str, Any], patch: Any, /) -> dict[str, Any]:
         """Merge-patch an object."""
         ...
 
-    async def patch_status(self, obj: Mapping[str, Any], patch: Any, /) -> dict[str, Any]:
+    async def patch_status(self, obj: dict[str, Any], patch: Any, /) -> dict[str, Any]:
         """Merge-patch an object's status subresource."""
         ...
 
@@ -96,7 +98,7 @@ async def _read(client: ObjectWriter, obj: dict[str, Any], key: ObjectKey) -> bo
     return True
 
 
-def _replace(obj: dict[str, Any], new: Mapping[str, Any], gvk: GVK) -> None:
+def _replace(obj: dict[str, Any], new: Mapping[str, Any], gvk: GVK[Any]) -> None:
     obj.clear()
     obj.update(new)
     # Lists' items and some fakes omit them; the caller's kind is the one it asked for.

@@ -87,7 +87,7 @@ class EnqueueRequestForObject:
 class EnqueueRequestForOwner:
     """Enqueue the owner of kind ``owner`` (any version) named in the object's ownerReferences."""
 
-    owner: GVK
+    owner: GVK[Any]
     controller_only: bool = True
     owner_namespaced: bool = True
 

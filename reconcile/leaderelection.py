@@ -91,15 +91,17 @@ class LeadershipLost(Exception):
 class LeaseClient(Protocol):
     """The three verbs leader election needs; ``reconcile.client.client.Client`` satisfies it."""
 
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+    async def get(
+        self, gvk: GVK[Any], name: str, *, namespace: str | None = None
+    ) -> dict[str, Any]:
         """The object, as a new dict. Raises NotFound when it does not exist."""
         ...
 
-    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create the object. Raises AlreadyExists when the name is taken."""
         ...
 
-    async def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Replace the object. Raises Conflict when its resourceVersion is stale."""
         ...
 

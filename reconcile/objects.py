@@ -211,8 +211,16 @@ def finalizers_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(meta_of(obj).get("finalizers") or ())
 
 
-def _metadata(obj: MutableMapping[str, Any]) -> dict[str, Any]:
-    metadata: dict[str, Any] = obj.setdefault("metadata", {})
+def _writable(obj: Mapping[str, Any]) -> MutableMapping[str, Any]:
+    # The changing helpers take any Mapping so that a typed object (a TypedDict, which is no
+    # MutableMapping to a type checker) is accepted; at run time objects are dicts.
+    if not isinstance(obj, MutableMapping):
+        raise TypeError(f"cannot change a {type(obj).__name__} in place: pass the object's dict")
+    return obj
+
+
+def _metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    metadata: dict[str, Any] = _writable(obj).setdefault("metadata", {})
     return metadata
 
 
@@ -261,7 +269,7 @@ def controller_of(obj: Mapping[str, Any]) -> OwnerReference | None:
     return None
 
 
-def _upsert(obj: MutableMapping[str, Any], reference: OwnerReference) -> None:
+def _upsert(obj: Mapping[str, Any], reference: OwnerReference) -> None:
     references: list[OwnerReference] = _metadata(obj).setdefault("ownerReferences", [])
     for index, existing in enumerate(references):
         if _same_owner(existing, reference):
@@ -270,7 +278,7 @@ def _upsert(obj: MutableMapping[str, Any], reference: OwnerReference) -> None:
     references.append(reference)
 
 
-def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, Any]) -> None:
+def set_controller_reference(owner: Mapping[str, Any], obj: Mapping[str, Any]) -> None:
     """Make ``owner`` the controller of ``obj`` (in place); idempotent for the same owner.
 
     Raises:
@@ -288,7 +296,7 @@ def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, 
     _upsert(obj, reference)
 
 
-def set_owner_reference(owner: Mapping[str, Any], obj: MutableMapping[str, Any]) -> None:
+def set_owner_reference(owner: Mapping[str, Any], obj: Mapping[str, Any]) -> None:
     """Add ``owner`` to ``obj``'s owner references (in place), keeping any controller flag.
 
     Raises:
@@ -312,7 +320,7 @@ def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
     return finalizer in (meta_of(obj).get("finalizers") or ())
 
 
-def add_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
+def add_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
     """Add ``finalizer`` (in place); returns whether the object changed."""
     finalizers: list[str] = _metadata(obj).setdefault("finalizers", [])
     if finalizer in finalizers:
@@ -321,7 +329,7 @@ def add_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
     return True
 
 
-def remove_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
+def remove_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
     """Remove every occurrence of ``finalizer`` (in place); returns whether the object changed."""
     metadata = _metadata(obj)
     finalizers: list[str] = metadata.get("finalizers") or []
@@ -378,7 +386,7 @@ def truncate_message(message: str, limit: int, *, in_bytes: bool = False) -> str
 
 
 def set_condition(
-    obj: MutableMapping[str, Any],
+    obj: Mapping[str, Any],
     type_: str,
     status: ConditionStatus | bool,
     reason: str,
@@ -400,7 +408,8 @@ def set_condition(
     wanted = Condition(type=type_, status=value, reason=reason, message=message)
     if generation:
         wanted["observedGeneration"] = generation
-    conditions: list[Condition] = obj.setdefault("status", {}).setdefault("conditions", [])
+    status_: dict[str, Any] = _writable(obj).setdefault("status", {})
+    conditions: list[Condition] = status_.setdefault("conditions", [])
     for index, existing in enumerate(conditions):
         if existing.get("type") != type_:
             continue
@@ -416,13 +425,13 @@ def set_condition(
     return True
 
 
-def remove_condition(obj: MutableMapping[str, Any], type_: str) -> bool:
+def remove_condition(obj: Mapping[str, Any], type_: str) -> bool:
     """Remove the condition of ``type_`` (in place); returns whether it was there."""
     conditions = _conditions(obj)
     kept = [c for c in conditions if c.get("type") != type_]
     if len(kept) == len(conditions):
         return False
-    obj["status"]["conditions"] = kept
+    _writable(obj)["status"]["conditions"] = kept
     return True
 
 

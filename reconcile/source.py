@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import structlog
@@ -126,7 +126,7 @@ class Kind:
     """
 
     cache: Cache
-    gvk: GVK
+    gvk: GVK[Any]
     handler: EventHandler | AsyncEventHandler
     predicates: tuple[Predicate, ...] = ()
     cluster: str = ""

@@ -6,6 +6,8 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -22,7 +24,7 @@ from testenv.gomod import update_wrappers
 from testenv.process import StartError
 from testenv.state import clear_state, save_state, stop_recorded
 
-__all__ = ["add_testenv_parser"]
+__all__ = ["add_testenv_parser", "started_host"]
 
 DEFAULT_DIR = Path(".testenv")
 
@@ -101,6 +103,14 @@ async def _serve(members: list[str], directory: Path, crds: list[Path]) -> int:
             clear_state(directory)
         print("stopped", flush=True)
     return 0
+
+
+@asynccontextmanager
+async def started_host() -> AsyncIterator[Path]:
+    """A throwaway host control plane for one command (``reconcile gen types``): yields its admin
+    kubeconfig and stops it on exit."""
+    async with Environment() as env:
+        yield env.host.kubeconfig
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -78,7 +78,7 @@ class ListerWatcherSource(Protocol):
 
     def lister_watcher(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
@@ -93,7 +93,7 @@ class ListerWatcherSource(Protocol):
 class InformerScope:
     """Which objects of a kind one informer holds."""
 
-    gvk: GVK
+    gvk: GVK[Any]
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
@@ -162,7 +162,7 @@ class Cache:
 
     # --- scope ---------------------------------------------------------------------------------
 
-    def configure(self, gvk: GVK, scope: ByObject) -> None:
+    def configure(self, gvk: GVK[Any], scope: ByObject) -> None:
         """Scope ``gvk`` as ``options.by_object[gvk] = scope`` would have, before its first
         informer: for controllers that declare what they watch when they are set up.
 
@@ -184,7 +184,7 @@ class Cache:
         self._by_object[gvk] = scope
         self._scopes.pop(gvk, None)
 
-    def scope_of(self, gvk: GVK) -> KindScope:
+    def scope_of(self, gvk: GVK[Any]) -> KindScope:
         """Which objects of ``gvk`` the cache holds (its ByObject over the defaults)."""
         scope = self._scopes.get(gvk)
         if scope is None:
@@ -201,7 +201,7 @@ class Cache:
     # --- informers -----------------------------------------------------------------------------
 
     def get_informer(
-        self, gvk: GVK, *, namespace: str | None = None, metadata_only: bool = False
+        self, gvk: GVK[Any], *, namespace: str | None = None, metadata_only: bool = False
     ) -> SharedInformer:
         """The shared informer of ``gvk`` in its configured scope; created on first request,
         started at once if running. ``namespace`` picks one of a multi-namespace scope.
@@ -221,7 +221,7 @@ class Cache:
         return self._informer(scope, namespaces[0], metadata_only)
 
     def get_informers(
-        self, gvk: GVK, *, metadata_only: bool = False
+        self, gvk: GVK[Any], *, metadata_only: bool = False
     ) -> builtins.list[SharedInformer]:
         """Every informer of ``gvk``'s configured scope: one per namespace, or one."""
         scope = self.scope_of(gvk)
@@ -262,7 +262,7 @@ class Cache:
         """Every informer requested so far."""
         return dict(self._informers)
 
-    def index_field(self, gvk: GVK, name: str, func: IndexFunc) -> None:
+    def index_field(self, gvk: GVK[Any], name: str, func: IndexFunc) -> None:
         """Index every ``gvk`` object under ``func(obj)``; queried by ``list(..., index=...)``.
 
         Informers that exist already are backfilled; later ones are created with the index.
@@ -409,7 +409,7 @@ class Cache:
         )
 
     async def get(
-        self, gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
+        self, gvk: GVK[Any], name: str, *, namespace: str | None = None, metadata_only: bool = False
     ) -> Obj:
         """The cached object (the caller's own copy); its PartialObjectMetadata from the
         metadata-only informer with ``metadata_only``.
@@ -432,7 +432,7 @@ class Cache:
 
     async def list(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         *,
         namespace: str | None = None,
         label_selector: str | None = None,

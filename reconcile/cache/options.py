@@ -87,13 +87,13 @@ class CacheOptions:
     ``DefaultTransform: TransformStripManagedFields()``; here it is on unless replaced).
     """
 
-    by_object: Mapping[GVK, ByObject] = field(default_factory=dict)
+    by_object: Mapping[GVK[Any], ByObject] = field(default_factory=dict)
     default_namespaces: tuple[str, ...] | None = None
     default_label_selector: str | None = None
     default_field_selector: str | None = None
     default_transform: Transform | None = strip_managed_fields
 
-    def scope_of(self, gvk: GVK) -> KindScope:
+    def scope_of(self, gvk: GVK[Any]) -> KindScope:
         """The resolved scope of ``gvk``."""
         own = self.by_object.get(gvk, ByObject())
         namespaces = own.namespaces if own.namespaces is not None else self.default_namespaces
@@ -113,7 +113,7 @@ class CacheOptions:
 class KindScope:
     """One kind's resolved scope: which namespaces (None: all), selectors and transform."""
 
-    gvk: GVK
+    gvk: GVK[Any]
     namespaces: tuple[str, ...] | None
     label_selector: str | None
     field_selector: str | None

@@ -163,7 +163,7 @@ def _decode_error(response: aiohttp.ClientResponse, raw: bytes) -> Any:
     return raw  # plain text, e.g. "404 page not found" for a path the server does not serve
 
 
-def _fill_items(listing: dict[str, Any], gvk: GVK) -> dict[str, Any]:
+def _fill_items(listing: dict[str, Any], gvk: GVK[Any]) -> dict[str, Any]:
     # The apiserver leaves apiVersion/kind out of built-in list items; items should name themselves.
     for item in listing.get("items") or ():
         item.setdefault("apiVersion", gvk.api_version)
@@ -345,7 +345,7 @@ class Client(ObjectClient):
 
     async def create_subresource(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         name: str,
         subresource: str,
         body: Mapping[str, Any],
@@ -382,7 +382,7 @@ class Client(ObjectClient):
             response.release()
 
     async def _path(
-        self, gvk: GVK, namespace: str | None, name: str | None = None, subresource: str = ""
+        self, gvk: GVK[Any], namespace: str | None, name: str | None = None, subresource: str = ""
     ) -> str:
         resource = await self.mapper.resource_for(gvk)
         if resource.namespaced and not namespace and (name or subresource):
@@ -393,7 +393,7 @@ class Client(ObjectClient):
     async def _target_path(self, target: Target) -> str:
         return await self._path(target.gvk, target.namespace, target.name, target.subresource)
 
-    async def resource_for(self, gvk: GVK) -> Resource:
+    async def resource_for(self, gvk: GVK[Any]) -> Resource:
         """How the apiserver serves ``gvk`` (plural, scope, subresources, verbs).
 
         Raises:
@@ -409,7 +409,9 @@ class Client(ObjectClient):
         obj: dict[str, Any] = await self._call("GET", path, accept=accept)
         return obj
 
-    async def _list(self, gvk: GVK, namespace: str | None, options: ListOptions) -> dict[str, Any]:
+    async def _list(
+        self, gvk: GVK[Any], namespace: str | None, options: ListOptions
+    ) -> dict[str, Any]:
         query = query_params(
             labelSelector=selector_string(options.label_selector),
             fieldSelector=selector_string(options.field_selector),
@@ -432,7 +434,7 @@ class Client(ObjectClient):
         )
 
     async def _create(
-        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
+        self, gvk: GVK[Any], namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
         path, query = await self._path(gvk, namespace), self._write_query(options)
         created: dict[str, Any] = await self._call("POST", path, query=query, body=body)
@@ -461,7 +463,7 @@ class Client(ObjectClient):
         return answer
 
     async def _delete_collection(
-        self, gvk: GVK, namespace: str | None, selectors: ListOptions, options: DeleteOptions
+        self, gvk: GVK[Any], namespace: str | None, selectors: ListOptions, options: DeleteOptions
     ) -> dict[str, Any]:
         query = query_params(
             labelSelector=selector_string(selectors.label_selector),
@@ -474,7 +476,7 @@ class Client(ObjectClient):
         return answer
 
     def _watch(
-        self, gvk: GVK, namespace: str | None, options: WatchOptions
+        self, gvk: GVK[Any], namespace: str | None, options: WatchOptions
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
         initial = options.send_initial_events
         query = query_params(
@@ -493,7 +495,7 @@ class Client(ObjectClient):
     @contextlib.asynccontextmanager
     async def _stream(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         namespace: str | None,
         query: Sequence[tuple[str, str]],
         timeout_seconds: int,

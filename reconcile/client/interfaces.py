@@ -15,6 +15,13 @@ A class gets the methods by subclassing the Protocols (PEP 544: an explicit subc
 them) and implementing the primitives; the primitives are members of the Protocols too, so a
 type checker takes for a ``Reader`` only what has ``_get`` and ``_list`` besides ``get`` and
 ``list``. That keeps the one implementation typed; a test double that is not a subclass is cast.
+
+Typed kinds: with a typed handle (``reconcile.api.apps.v1.DEPLOYMENT``, a ``GVK[Deployment]``)
+``get`` is typed as returning a ``Deployment``, ``list`` an ``ObjectList[Deployment]`` and
+``list_all`` a ``list[Deployment]``; the writes return the TypedDict they are given. An untyped
+GVK, a ``dict[str, Any]`` or a dict literal keeps ``dict[str, Any]``, and a metadata-only answer
+is always a dict. Only type checkers see this: at run time every object is the same dict. A
+subclass overriding an overloaded method declares ``-> Any`` (or the same overloads).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final, Protocol, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, cast, overload
 
 from reconcile.client.options import (
     DeleteOptions,
@@ -42,6 +49,9 @@ from reconcile.errors import Gone
 from reconcile.gvk import GVK, Resource
 from reconcile.objects import as_partial_object_metadata
 
+if TYPE_CHECKING:
+    from reconcile.api.meta.v1 import ObjectList
+
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "ListerWatcher",
@@ -56,6 +66,9 @@ __all__ = [
 DEFAULT_PAGE_SIZE: Final = 500
 """Objects per page in ``list_all`` (client-go's pager default)."""
 
+T = TypeVar("T", bound=Mapping[str, Any])
+"""A kind's objects: its TypedDict for a typed GVK or object, else ``dict[str, Any]``."""
+
 Events = contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]
 """An open watch: ``async with`` it for the iterator of raw events."""
 
@@ -68,7 +81,9 @@ class _Reads(Protocol):
         the whole object, which the caller reduces) with ``metadata_only``."""
         ...
 
-    async def _list(self, gvk: GVK, namespace: str | None, options: ListOptions) -> dict[str, Any]:
+    async def _list(
+        self, gvk: GVK[Any], namespace: str | None, options: ListOptions
+    ) -> dict[str, Any]:
         """One List object, items naming their apiVersion and kind."""
         ...
 
@@ -76,7 +91,7 @@ class _Reads(Protocol):
 class _Writes(Protocol):
     """The write primitives of a client, and discovery."""
 
-    async def resource_for(self, gvk: GVK) -> Resource:
+    async def resource_for(self, gvk: GVK[Any]) -> Resource:
         """How ``gvk`` is served (plural, scope, subresources, verbs).
 
         Raises:
@@ -85,7 +100,7 @@ class _Writes(Protocol):
         ...
 
     async def _create(
-        self, gvk: GVK, namespace: str | None, body: Mapping[str, Any], options: WriteOptions
+        self, gvk: GVK[Any], namespace: str | None, body: Mapping[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
         """POST ``body`` to the collection; the namespace is already checked."""
         ...
@@ -106,7 +121,7 @@ class _Writes(Protocol):
         ...
 
     async def _delete_collection(
-        self, gvk: GVK, namespace: str | None, selectors: ListOptions, options: DeleteOptions
+        self, gvk: GVK[Any], namespace: str | None, selectors: ListOptions, options: DeleteOptions
     ) -> dict[str, Any]:
         """DELETE the selected objects of a collection; the namespace is already checked."""
         ...
@@ -115,12 +130,14 @@ class _Writes(Protocol):
 class _Watches(Protocol):
     """The watch primitive of a client."""
 
-    def _watch(self, gvk: GVK, namespace: str | None, options: WatchOptions) -> Events:
+    def _watch(self, gvk: GVK[Any], namespace: str | None, options: WatchOptions) -> Events:
         """Open a watch of the collection."""
         ...
 
 
-async def _require_namespace(client: _Writes, gvk: GVK, namespace: str | None, what: str) -> None:
+async def _require_namespace(
+    client: _Writes, gvk: GVK[Any], namespace: str | None, what: str
+) -> None:
     # Checked before any request: a namespaced collection without a namespace would address
     # every namespace, which no create means and no delete_all_of may do by omission.
     resource = await client.resource_for(gvk)
@@ -137,9 +154,24 @@ def _checked(options: PatchOptions) -> PatchOptions:
 class Reader(_Reads, Protocol):
     """Reads objects: the live client, testenv's fake and the cache-backed client."""
 
+    @overload
     async def get(
-        self, gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
-    ) -> dict[str, Any]:
+        self,
+        gvk: GVK[T],
+        name: str,
+        *,
+        namespace: str | None = ...,
+        metadata_only: Literal[False] = ...,
+    ) -> T: ...
+
+    @overload
+    async def get(
+        self, gvk: GVK[Any], name: str, *, namespace: str | None = ..., metadata_only: bool
+    ) -> dict[str, Any]: ...
+
+    async def get(
+        self, gvk: GVK[Any], name: str, *, namespace: str | None = None, metadata_only: bool = False
+    ) -> Any:
         """The object ``name`` of kind ``gvk``, as a new dict; with ``metadata_only`` its
         PartialObjectMetadata (``meta.k8s.io/v1``).
 
@@ -152,9 +184,56 @@ class Reader(_Reads, Protocol):
         obj = await self._get(Target(gvk, name, namespace), metadata_only=metadata_only)
         return as_partial_object_metadata(obj) if metadata_only else obj
 
+    # An untyped kind lists as the plain dict it always did, not as ObjectList[dict[str, Any]]:
+    # the overlap with the next overload is that one case, decided by order on purpose.
+    @overload
+    async def list(  # type: ignore[overload-overlap]
+        self,
+        gvk: GVK[dict[str, Any]],
+        *,
+        namespace: str | None = ...,
+        label_selector: SelectorLike = ...,
+        field_selector: SelectorLike = ...,
+        limit: int | None = ...,
+        continue_: str | None = ...,
+        resource_version: str | None = ...,
+        resource_version_match: str | None = ...,
+        metadata_only: bool = ...,
+    ) -> dict[str, Any]: ...
+
+    @overload
     async def list(
         self,
-        gvk: GVK,
+        gvk: GVK[T],
+        *,
+        namespace: str | None = ...,
+        label_selector: SelectorLike = ...,
+        field_selector: SelectorLike = ...,
+        limit: int | None = ...,
+        continue_: str | None = ...,
+        resource_version: str | None = ...,
+        resource_version_match: str | None = ...,
+        metadata_only: Literal[False] = ...,
+    ) -> ObjectList[T]: ...
+
+    @overload
+    async def list(
+        self,
+        gvk: GVK[Any],
+        *,
+        namespace: str | None = ...,
+        label_selector: SelectorLike = ...,
+        field_selector: SelectorLike = ...,
+        limit: int | None = ...,
+        continue_: str | None = ...,
+        resource_version: str | None = ...,
+        resource_version_match: str | None = ...,
+        metadata_only: bool,
+    ) -> dict[str, Any]: ...
+
+    async def list(
+        self,
+        gvk: GVK[Any],
         *,
         namespace: str | None = None,
         label_selector: SelectorLike = None,
@@ -164,9 +243,10 @@ class Reader(_Reads, Protocol):
         resource_version: str | None = None,
         resource_version_match: str | None = None,
         metadata_only: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """One List object of kind ``gvk`` (all namespaces when ``namespace`` is None); with
         ``metadata_only`` a PartialObjectMetadataList (items: metadata only, ``meta.k8s.io/v1``).
+        For a typed kind (``apps.v1.DEPLOYMENT``) it is typed as an ``ObjectList`` of its objects.
 
         With ``limit``, a page: pass ``metadata.continue`` back as ``continue_`` for the next one.
         ``resource_version``/``resource_version_match`` choose consistency as in the API ("0"
@@ -190,13 +270,13 @@ class Reader(_Reads, Protocol):
 
     async def list_all(
         self,
-        gvk: GVK,
+        gvk: GVK[T],
         *,
         namespace: str | None = None,
         label_selector: SelectorLike = None,
         field_selector: SelectorLike = None,
         page_size: int = DEFAULT_PAGE_SIZE,
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[T]:
         """Every matching object, fetched ``page_size`` at a time.
 
         If a continue token expires mid-way (410), the whole list is read again in one request,
@@ -211,15 +291,16 @@ class Reader(_Reads, Protocol):
             "label_selector": label_selector,
             "field_selector": field_selector,
         }
-        items: builtins.list[dict[str, Any]] = []
+        items: builtins.list[T] = []
         token: str | None = None
+        kind: GVK[Any] = gvk  # the pages are read as plain Lists
         while True:
             try:  # through list(), which a subclass may wrap
-                page = await self.list(gvk, limit=page_size, continue_=token, **selectors)
+                page = await self.list(kind, limit=page_size, continue_=token, **selectors)
             except Gone:
                 if token is None:
                     raise
-                return (await self.list(gvk, **selectors))["items"] or []
+                return (await self.list(kind, **selectors))["items"] or []
             items.extend(page.get("items") or ())
             token = (page.get("metadata") or {}).get("continue") or None
             if token is None:
@@ -229,9 +310,27 @@ class Reader(_Reads, Protocol):
 class Writer(_Writes, Protocol):
     """Creates, updates, patches and deletes objects."""
 
+    @overload
+    async def create(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = ...,
+        dry_run: bool = ...,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def create(
+        self,
+        obj: T,
+        *,
+        field_manager: str | None = ...,
+        dry_run: bool = ...,
+    ) -> T: ...
+
     async def create(
         self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Create ``obj`` (``metadata.generateName`` works); returns the object as stored.
 
         Raises:
@@ -247,9 +346,27 @@ class Writer(_Writes, Protocol):
         options = WriteOptions(field_manager=field_manager, dry_run=dry_run)
         return await self._create(gvk, namespace, obj, options)
 
+    @overload
+    async def update(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = ...,
+        dry_run: bool = ...,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def update(
+        self,
+        obj: T,
+        *,
+        field_manager: str | None = ...,
+        dry_run: bool = ...,
+    ) -> T: ...
+
     async def update(
         self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Replace ``obj``; its ``metadata.resourceVersion`` makes this an optimistic update.
 
         Raises:
@@ -261,6 +378,26 @@ class Writer(_Writes, Protocol):
         options = WriteOptions(field_manager=field_manager, dry_run=dry_run)
         return await self._update(Target(*object_identity(obj)), obj, options)
 
+    @overload
+    async def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = ...,
+        force: bool = ...,
+        dry_run: bool = ...,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def apply(
+        self,
+        obj: T,
+        *,
+        field_manager: str | None = ...,
+        force: bool = ...,
+        dry_run: bool = ...,
+    ) -> T: ...
+
     async def apply(
         self,
         obj: Mapping[str, Any],
@@ -268,7 +405,7 @@ class Writer(_Writes, Protocol):
         field_manager: str | None = None,
         force: bool = False,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Server-side apply ``obj``: own exactly the fields it sets, creating it if needed.
 
         ``force`` takes fields over from other managers instead of failing. ``managedFields``
@@ -294,7 +431,7 @@ class Writer(_Writes, Protocol):
     @overload
     async def patch(
         self,
-        obj: Mapping[str, Any],
+        obj: dict[str, Any],
         patch: Any,
         /,
         *,
@@ -308,7 +445,35 @@ class Writer(_Writes, Protocol):
     @overload
     async def patch(
         self,
-        gvk: GVK,
+        obj: T,
+        patch: Any,
+        /,
+        *,
+        patch_type: PatchType = ...,
+        field_manager: str | None = ...,
+        force: bool = ...,
+        dry_run: bool = ...,
+        metadata_only: Literal[False] = ...,
+    ) -> T: ...
+
+    @overload
+    async def patch(
+        self,
+        obj: Mapping[str, Any],
+        patch: Any,
+        /,
+        *,
+        patch_type: PatchType = ...,
+        field_manager: str | None = ...,
+        force: bool = ...,
+        dry_run: bool = ...,
+        metadata_only: bool,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def patch(
+        self,
+        gvk: GVK[T],
         name: str,
         patch: Any,
         /,
@@ -318,12 +483,28 @@ class Writer(_Writes, Protocol):
         field_manager: str | None = ...,
         force: bool = ...,
         dry_run: bool = ...,
-        metadata_only: bool = ...,
+        metadata_only: Literal[False] = ...,
+    ) -> T: ...
+
+    @overload
+    async def patch(
+        self,
+        gvk: GVK[Any],
+        name: str,
+        patch: Any,
+        /,
+        *,
+        namespace: str | None = ...,
+        patch_type: PatchType = ...,
+        field_manager: str | None = ...,
+        force: bool = ...,
+        dry_run: bool = ...,
+        metadata_only: bool,
     ) -> dict[str, Any]: ...
 
     async def patch(
         self,
-        target: GVK | Mapping[str, Any],
+        target: GVK[Any] | Mapping[str, Any],
         /,
         *args: Any,
         namespace: str | None = None,
@@ -332,7 +513,7 @@ class Writer(_Writes, Protocol):
         force: bool = False,
         dry_run: bool = False,
         metadata_only: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Patch an object (default: JSON merge patch); returns the patched object, or with
         ``metadata_only`` its PartialObjectMetadata (the apiserver sends only the metadata: a
         label patch of a large object need not carry it back).
@@ -375,7 +556,7 @@ class Writer(_Writes, Protocol):
     @overload
     async def delete(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         name: str,
         /,
         *,
@@ -388,7 +569,7 @@ class Writer(_Writes, Protocol):
 
     async def delete(
         self,
-        target: GVK | Mapping[str, Any],
+        target: GVK[Any] | Mapping[str, Any],
         /,
         *args: Any,
         namespace: str | None = None,
@@ -416,7 +597,7 @@ class Writer(_Writes, Protocol):
 
     async def delete_all_of(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         *,
         namespace: str | None = None,
         label_selector: SelectorLike = None,
@@ -447,9 +628,27 @@ class Writer(_Writes, Protocol):
 class StatusWriter(_Writes, Protocol):
     """Writes the status subresource."""
 
+    @overload
+    async def update_status(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str | None = ...,
+        dry_run: bool = ...,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def update_status(
+        self,
+        obj: T,
+        *,
+        field_manager: str | None = ...,
+        dry_run: bool = ...,
+    ) -> T: ...
+
     async def update_status(
         self, obj: Mapping[str, Any], *, field_manager: str | None = None, dry_run: bool = False
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Replace ``obj``'s status through the status subresource (its spec is ignored).
 
         Raises:
@@ -463,7 +662,7 @@ class StatusWriter(_Writes, Protocol):
     @overload
     async def patch_status(
         self,
-        obj: Mapping[str, Any],
+        obj: dict[str, Any],
         patch: Any,
         /,
         *,
@@ -476,7 +675,20 @@ class StatusWriter(_Writes, Protocol):
     @overload
     async def patch_status(
         self,
-        gvk: GVK,
+        obj: T,
+        patch: Any,
+        /,
+        *,
+        patch_type: PatchType = ...,
+        field_manager: str | None = ...,
+        force: bool = ...,
+        dry_run: bool = ...,
+    ) -> T: ...
+
+    @overload
+    async def patch_status(
+        self,
+        gvk: GVK[T],
         name: str,
         patch: Any,
         /,
@@ -486,11 +698,11 @@ class StatusWriter(_Writes, Protocol):
         field_manager: str | None = ...,
         force: bool = ...,
         dry_run: bool = ...,
-    ) -> dict[str, Any]: ...
+    ) -> T: ...
 
     async def patch_status(
         self,
-        target: GVK | Mapping[str, Any],
+        target: GVK[Any] | Mapping[str, Any],
         /,
         *args: Any,
         namespace: str | None = None,
@@ -498,7 +710,7 @@ class StatusWriter(_Writes, Protocol):
         field_manager: str | None = None,
         force: bool = False,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Patch the status subresource, like ``patch``; only the status changes.
 
         Raises:
@@ -516,18 +728,17 @@ class StatusWriter(_Writes, Protocol):
 class SubResourceClient(_Reads, _Writes, Protocol):
     """Reads the status subresource; reads and writes the scale subresource."""
 
-    async def get_status(
-        self, gvk: GVK, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]:
+    async def get_status(self, gvk: GVK[T], name: str, *, namespace: str | None = None) -> T:
         """The object read through its status subresource.
 
         Raises:
             NotFound: no such object, or the kind has no status subresource.
         """
-        return await self._get(Target(gvk, name, namespace, "status"), metadata_only=False)
+        # A typed kind's object is the same dict: only the type checker sees T.
+        return cast(T, await self._get(Target(gvk, name, namespace, "status"), metadata_only=False))
 
     async def get_scale(
-        self, gvk: GVK, name: str, *, namespace: str | None = None
+        self, gvk: GVK[Any], name: str, *, namespace: str | None = None
     ) -> dict[str, Any]:
         """The object's autoscaling/v1 Scale (``spec.replicas``, ``status.replicas``/selector).
 
@@ -538,7 +749,7 @@ class SubResourceClient(_Reads, _Writes, Protocol):
 
     async def update_scale(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         scale: Mapping[str, Any],
         *,
         field_manager: str | None = None,
@@ -570,7 +781,7 @@ class SubResourceClient(_Reads, _Writes, Protocol):
     @overload
     async def patch_scale(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         name: str,
         patch: Any,
         /,
@@ -583,7 +794,7 @@ class SubResourceClient(_Reads, _Writes, Protocol):
 
     async def patch_scale(
         self,
-        target: GVK | Mapping[str, Any],
+        target: GVK[Any] | Mapping[str, Any],
         /,
         *args: Any,
         namespace: str | None = None,
@@ -646,7 +857,7 @@ class WithWatch(Reader, _Watches, Protocol):
 
     def watch(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         *,
         namespace: str | None = None,
         label_selector: SelectorLike = None,
@@ -685,7 +896,7 @@ class WithWatch(Reader, _Watches, Protocol):
 
     def lister_watcher(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         *,
         namespace: str | None = None,
         label_selector: SelectorLike = None,
@@ -713,7 +924,7 @@ class _ClientListerWatcher:
     def __init__(
         self,
         client: WithWatch,
-        gvk: GVK,
+        gvk: GVK[Any],
         namespace: str | None,
         label_selector: SelectorLike,
         field_selector: SelectorLike,

@@ -82,7 +82,7 @@ class Target(NamedTuple):
     half the time (0.29 against 0.61 us), a third of what a get from the cache costs.
     """
 
-    gvk: GVK
+    gvk: GVK[Any]
     name: str
     namespace: str | None = None
     subresource: str = ""
@@ -199,7 +199,7 @@ def object_identity(obj: Mapping[str, Any]) -> tuple[GVK, str, str | None]:
 
 
 def split_target(
-    target: GVK | Mapping[str, Any], args: Sequence[Any], namespace: str | None
+    target: GVK[Any] | Mapping[str, Any], args: Sequence[Any], namespace: str | None
 ) -> tuple[GVK, str, str | None, Any]:
     """Split ``(obj, *rest)`` or ``(gvk, name, *rest)`` into kind, name, namespace and the rest."""
     if isinstance(target, GVK):

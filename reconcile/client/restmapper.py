@@ -113,7 +113,7 @@ class RESTMapper:
         self._preferred_lock = anyio.Lock()
         self._unavailable: list[str] = []  # group versions whose discovery failed last time
 
-    async def resource_for(self, gvk: GVK) -> Resource:
+    async def resource_for(self, gvk: GVK[Any]) -> Resource:
         """How the apiserver serves ``gvk``.
 
         Raises:
@@ -128,7 +128,7 @@ class RESTMapper:
             raise NoKindMatch(f"no resource is served for {gvk}")
         return found
 
-    def _cached(self, gvk: GVK) -> Resource | None:
+    def _cached(self, gvk: GVK[Any]) -> Resource | None:
         entry = self._cache.get((gvk.group, gvk.version))
         return entry.by_kind.get(gvk.kind) if entry else None
 

@@ -47,7 +47,7 @@ class _Writer(Protocol):
     async def create(self, obj: Obj) -> dict[str, Any]: ...
 
     async def patch(
-        self, target: GVK, name: str, patch: Any, /, *, namespace: str | None = None
+        self, target: GVK[Any], name: str, patch: Any, /, *, namespace: str | None = None
     ) -> dict[str, Any]: ...
 
 

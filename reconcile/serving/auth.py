@@ -75,7 +75,7 @@ Filter = Callable[[HTTPHandler], HTTPHandler]
 class ReviewClient(Protocol):
     """What the reviews are sent with: ``reconcile.Client`` (the manager's own cluster)."""
 
-    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """POST ``obj`` to its kind's collection and return the answer."""
         ...
 

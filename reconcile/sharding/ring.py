@@ -66,7 +66,7 @@ class ShardedKind:
     (and, say, write a status that lost them until they arrive).
     """
 
-    gvk: GVK
+    gvk: GVK[Any]
     key: KeyFunc = object_key
     depth: int = 0
 
@@ -131,7 +131,7 @@ class Ring:
         """Call ``listener(kind)`` for every kind added from now on."""
         self._listeners.append(listener)
 
-    def has(self, gvk: GVK) -> bool:
+    def has(self, gvk: GVK[Any]) -> bool:
         """Whether ``gvk`` is one of the ring's kinds."""
         return gvk in self._kinds
 
@@ -150,7 +150,7 @@ class Ring:
         """The label on the Leases of the ring's shards."""
         return RING_PREFIX + self.name
 
-    def kind(self, gvk: GVK) -> ShardedKind:
+    def kind(self, gvk: GVK[Any]) -> ShardedKind:
         """The ring's entry for ``gvk``.
 
         Raises:
@@ -185,20 +185,20 @@ class LabelPatcher(Protocol):
 
     async def patch(
         self,
-        gvk: GVK,
+        gvk: GVK[Any],
         name: str,
         patch: Any,
         /,
         *,
         namespace: str | None = None,
-        metadata_only: bool = False,
+        metadata_only: bool,
     ) -> dict[str, Any]:
         """Merge-patch the object."""
         ...
 
 
 async def relabel(
-    client: LabelPatcher, gvk: GVK, obj: Mapping[str, Any], labels: Mapping[str, str | None]
+    client: LabelPatcher, gvk: GVK[Any], obj: Mapping[str, Any], labels: Mapping[str, str | None]
 ) -> str:
     """Merge ``labels`` (None removes one) into ``obj``'s, only if it is still at the
     resourceVersion it was read at: every assignment, drain and release is decided on one

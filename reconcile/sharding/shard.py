@@ -122,7 +122,7 @@ class Shard:
         """Every replica holds its shard."""
         return False
 
-    def ring_of(self, gvk: GVK) -> Ring:
+    def ring_of(self, gvk: GVK[Any]) -> Ring:
         """The ring ``gvk`` is sharded by.
 
         Raises:
@@ -175,7 +175,7 @@ class Shard:
         """The per-key bookkeeping every guard of ``ring`` on this replica shares."""
         return self._keys.setdefault(ring.name, _Keys())
 
-    def guard(self, gvk: GVK, reconciler: Reconciler | ReconcilerFunc) -> Reconciler:
+    def guard(self, gvk: GVK[Any], reconciler: Reconciler | ReconcilerFunc) -> Reconciler:
         """``reconciler`` for requests of ``gvk``, behind the shard's guard (see the module).
 
         Raises:
@@ -236,7 +236,7 @@ class _Guard:
 class _Guarded:
     """One request's pass through the guard."""
 
-    def __init__(self, shard: Shard, ring: Ring, gvk: GVK, inner: Reconciler) -> None:
+    def __init__(self, shard: Shard, ring: Ring, gvk: GVK[Any], inner: Reconciler) -> None:
         self._shard, self._ring, self._gvk, self._inner = shard, ring, gvk, inner
         self._keys = shard.keys_of(ring)
 

@@ -245,7 +245,7 @@ class Sharder:
     def _owner(self, live: tuple[str, ...], key: str) -> str | None:
         return owner(live, key, self.weights)
 
-    def _not_own_write(self, gvk: GVK, event: Event) -> bool:
+    def _not_own_write(self, gvk: GVK[Any], event: Event) -> bool:
         """False for the event of a label patch of the sharder's own: the key was settled with
         it already, and looking again before the cache shows the key's other patches would
         patch them again on the versions they replaced (each a Conflict, and a retry). A key

@@ -11,7 +11,7 @@ kubebuilder's markers expect), and ``with_conversion(spokes)`` adds the kind to 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from reconcile.gvk import GVK
 from reconcile.webhook.conversion import ConversionWebhook, Convertible, KindConverter
@@ -37,16 +37,16 @@ class WebhookBuilderError(ValueError):
     """The builder was used wrongly; the message says how to fix it."""
 
 
-def _suffix(gvk: GVK) -> str:
+def _suffix(gvk: GVK[Any]) -> str:
     return f"{gvk.group.replace('.', '-')}-{gvk.version}-{gvk.kind.lower()}"
 
 
-def mutate_path(gvk: GVK) -> str:
+def mutate_path(gvk: GVK[Any]) -> str:
     """Where the defaulting webhook of ``gvk`` is served (controller-runtime's path)."""
     return f"/mutate-{_suffix(gvk)}"
 
 
-def validate_path(gvk: GVK) -> str:
+def validate_path(gvk: GVK[Any]) -> str:
     """Where the validating webhook of ``gvk`` is served (controller-runtime's path)."""
     return f"/validate-{_suffix(gvk)}"
 
@@ -66,7 +66,7 @@ class WebhookBuilder:
         self._validator: CustomValidator | None = None
         self._spokes: Mapping[str, Convertible] | None = None
 
-    def for_(self, gvk: GVK) -> WebhookBuilder:
+    def for_(self, gvk: GVK[Any]) -> WebhookBuilder:
         """The kind (and version) the webhooks serve."""
         if self._gvk is not None:
             raise WebhookBuilderError(f"for_ was called already (with {self._gvk})")

@@ -10,7 +10,7 @@ would not have the fields the defaulter expects.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from reconcile.gvk import GVK
 from reconcile.objects import Obj, deep_copy
@@ -35,7 +35,7 @@ class CustomDefaulter(Protocol):
         ...
 
 
-def check_kind(gvk: GVK, request: AdmissionRequest) -> AdmissionResponse | None:
+def check_kind(gvk: GVK[Any], request: AdmissionRequest) -> AdmissionResponse | None:
     """A 400 refusal when ``request`` is not for ``gvk`` (a configuration that sends the
     webhook another kind or version), else None."""
     if request.kind == gvk:
@@ -46,7 +46,7 @@ def check_kind(gvk: GVK, request: AdmissionRequest) -> AdmissionResponse | None:
 class DefaulterHandler:
     """The admission Handler running a CustomDefaulter for one GVK."""
 
-    def __init__(self, gvk: GVK, defaulter: CustomDefaulter) -> None:
+    def __init__(self, gvk: GVK[Any], defaulter: CustomDefaulter) -> None:
         self.gvk = gvk
         self.defaulter = defaulter
 

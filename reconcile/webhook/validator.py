@@ -9,7 +9,7 @@ and ``validate_delete(obj)`` return warnings (shown to the client, e.g. kubectl'
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from reconcile.gvk import GVK
 from reconcile.objects import Obj
@@ -46,7 +46,7 @@ class CustomValidator(Protocol):
 class ValidatorHandler:
     """The admission Handler running a CustomValidator for one GVK."""
 
-    def __init__(self, gvk: GVK, validator: CustomValidator) -> None:
+    def __init__(self, gvk: GVK[Any], validator: CustomValidator) -> None:
         self.gvk = gvk
         self.validator = validator
 

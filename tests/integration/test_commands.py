@@ -170,7 +170,7 @@ class RacingClient(Client):
 
     updates = 0
 
-    async def update(self, obj: Any, **options: Any) -> dict[str, Any]:
+    async def update(self, obj: Any, **options: Any) -> Any:
         self.updates += 1
         if self.updates == 1:
             fresh = await self.get(CLUSTER_GVK, obj["metadata"]["name"])

@@ -8,7 +8,6 @@ assertions compare anyio clock stamps recorded by the test and by the leading wo
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -48,14 +47,16 @@ class CountingClient:
         self.client = client
         self.gets = 0
 
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+    async def get(
+        self, gvk: GVK[Any], name: str, *, namespace: str | None = None
+    ) -> dict[str, Any]:
         self.gets += 1
         return await self.client.get(gvk, name, namespace=namespace)
 
-    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         return await self.client.create(obj)
 
-    async def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         return await self.client.update(obj)
 
 

@@ -260,7 +260,7 @@ class Reads:
                 self.names.append(f"{namespace}/{name}")
             return await self._get(gvk, name, namespace=namespace, metadata_only=metadata_only)
 
-        fake.get = get  # type: ignore[method-assign]
+        fake.get = get  # type: ignore[assignment]
 
 
 @pytest.fixture
@@ -387,7 +387,7 @@ async def test_a_secret_the_controller_may_not_read_is_a_config_error(
         message = f'secrets "{name}" is forbidden: User "system:serviceaccount:x:y" cannot get'
         raise Forbidden({"code": 403, "reason": "Forbidden", "message": message})
 
-    fake.get = forbidden  # type: ignore[method-assign]
+    fake.get = forbidden  # type: ignore[assignment]
     with pytest.raises(MemberConfigError) as caught:
         await registry_on(fake, tmp_path).ensure(cluster())
     assert caught.value.reason == SECRET_NOT_READABLE

@@ -63,12 +63,12 @@ class RecordingFake(FakeClient):
         super().__init__(**kwargs)
         self.secret_reads = []
 
-    async def get(self, gvk: GVK, name: str, **kwargs: Any) -> Obj:
+    async def get(self, gvk: GVK[Any], name: str, **kwargs: Any) -> Any:
         if gvk.kind == "Secret":
             self.secret_reads.append(f"get {name}")
         return await super().get(gvk, name, **kwargs)
 
-    async def list(self, gvk: GVK, **kwargs: Any) -> Obj:
+    async def list(self, gvk: GVK[Any], **kwargs: Any) -> Any:
         if gvk.kind == "Secret":
             self.secret_reads.append("list")
         return await super().list(gvk, **kwargs)
@@ -150,9 +150,10 @@ class Host:
 
     async def attached(self, name: str) -> Obj | None:
         try:
-            return await self.fake.get(RESOURCE_BINDING_GVK, name, namespace=NS)
+            binding: Obj = await self.fake.get(RESOURCE_BINDING_GVK, name, namespace=NS)
         except NotFound:
             return None
+        return binding
 
     async def events(self, reason: str) -> list[Obj]:
         """The Events of ``reason``, once every Event recorded so far is written: a marker is
@@ -319,7 +320,8 @@ async def test_a_refusal_from_the_apiserver_is_withheld_too() -> None:
                 raise Forbidden(
                     {"code": 403, "reason": "Forbidden", "details": {"kind": "secrets"}}
                 )
-            return await original(gvk, name, **kwargs)
+            obj: Obj = await original(gvk, name, **kwargs)
+            return obj
 
         env.fake.get = refusing  # type: ignore[method-assign]
         assert await env.reconcile() is None

@@ -54,7 +54,7 @@ class WithdrawingReader(FakeClient):
         self.interpreter = interpreter
         self.withdraw = False
 
-    async def get(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    async def get(self, *args: Any, **kwargs: Any) -> Any:
         if self.withdraw:
             self.interpreter.remove_customization("workload")
         return await super().get(*args, **kwargs)

@@ -1,0 +1,2 @@
+"""The autoscaling API group's objects as TypedDicts, one module per version (generated
+by ``reconcile gen types``)."""

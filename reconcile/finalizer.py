@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from reconcile.objects import add_finalizer, has_finalizer, is_being_deleted, remove_finalizer
 
@@ -87,14 +87,16 @@ class Finalizers:
         """The registered keys, in registration order."""
         return tuple(self._finalizers)
 
-    async def finalize(self, obj: dict[str, Any]) -> FinalizeResult:
+    async def finalize(self, obj: Mapping[str, Any]) -> FinalizeResult:
         """Add missing keys to a live ``obj``, or run and remove the finalizers of a deleting one.
 
-        Changes ``obj`` in place; write it back when the result says so.
+        Changes ``obj`` in place; write it back when the result says so. A typed object (a
+        TypedDict) is taken as it is: every object is a dict at run time.
 
         Raises:
             FinalizeError: some finalizers failed (their keys stay; the others' are removed).
         """
+        obj = cast(dict[str, Any], obj)
         result = FinalizeResult()
         errors: dict[str, Exception] = {}
         deleting = is_being_deleted(obj)

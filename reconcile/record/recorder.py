@@ -16,6 +16,7 @@ an event was ever about. A failed write is logged, dropped and counted (``failed
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
@@ -69,7 +70,7 @@ def _stamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _involved(obj: Obj) -> dict[str, Any]:
+def _involved(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata", {})
     reference = {
         "apiVersion": obj.get("apiVersion", ""),
@@ -191,7 +192,7 @@ class EventRecorder:
     broadcaster: EventBroadcaster
     component: str
 
-    def event(self, obj: Obj, type: EventSeverity, reason: str, message: str) -> None:
+    def event(self, obj: Mapping[str, Any], type: EventSeverity, reason: str, message: str) -> None:
         """Record that ``reason`` happened to ``obj``; returns at once.
 
         A message past ``EVENT_MESSAGE_LIMIT`` bytes is truncated with a marker.

@@ -102,16 +102,30 @@ def _resource_values(project: Project, resource: Resource) -> dict[str, str]:
 
 def _write_setup(root: Path, project: Project) -> Path:
     """``controllers/__init__.py``: one ``setup`` calling each kind's, in the order added."""
-    imports = "\n".join(
-        sorted(f"from {project.package}.controllers import {r.module}" for r in project.resources)
-    )
-    modules = "".join(f"\n    {r.module}," for r in project.resources)
+    imports = _import_line(f"{project.package}.controllers", [r.module for r in project.resources])
     text = _SETUP.format(
         project=project.project_name,
         imports=f"\n{imports}\n" if imports else "",
-        modules=f"{modules}\n" if modules else "",
+        modules=_tuple_items([r.module for r in project.resources]),
     )
     path = root / project.package / "controllers" / "__init__.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _tuple_items(names: list[str]) -> str:
+    """The inside of a tuple display as ruff formats it: ``a,`` alone, else one per line."""
+    if len(names) == 1:
+        return f"{names[0]},"
+    return "".join(f"\n    {name}," for name in names) + ("\n" if names else "")
+
+
+def _import_line(module: str, names: list[str]) -> str:
+    """``from module import a, b`` as ruff sorts and wraps it (100 columns), or "" for none."""
+    if not names:
+        return ""
+    line = f"from {module} import {', '.join(sorted(names))}"
+    if len(line) <= 100:
+        return line
+    return f"from {module} import (" + "".join(f"\n    {n}," for n in sorted(names)) + "\n)"

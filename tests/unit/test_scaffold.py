@@ -57,7 +57,7 @@ def test_init_then_create_api_write_a_project(tmp_path: Path) -> None:
     types = (tmp_path / "guestbook_operator/api/v1/guest_book.py").read_text()
     assert 'Kind("webapp.example.com", "GuestBook", scope="Namespaced")' in types
     setup = (tmp_path / "guestbook_operator/controllers/__init__.py").read_text()
-    assert "CONTROLLERS: tuple[ModuleType, ...] = (\n    guest_book,\n)" in setup
+    assert "CONTROLLERS: tuple[ModuleType, ...] = (guest_book,)" in setup
 
 
 def test_a_second_kind_in_the_same_version_keeps_the_first(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The scaffold's commands: ``reconcile init`` and ``reconcile create api``, kubebuilder's."""
+"""The scaffold's commands: ``reconcile init``, ``reconcile create api`` (kubebuilder's) and
+``reconcile image`` (a project's OCI image)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from reconcile.scaffold.image import DEFAULT_STORE, ImageError, build_image
 from reconcile.scaffold.render import ScaffoldError
-from reconcile.scaffold.scaffold import create_api, init_project
+from reconcile.scaffold.scaffold import create_api, image_spec, init_project
 
 __all__ = ["add_scaffold_parsers"]
 
@@ -33,6 +35,12 @@ def add_scaffold_parsers(commands: argparse._SubParsersAction[argparse.ArgumentP
     api.add_argument("--dir", type=Path, default=Path(), help="the project (default: here)")
     api.set_defaults(func=_create_api)
 
+    image = commands.add_parser("image", help="the OCI image of a project made by reconcile init")
+    image.add_argument("--dir", type=Path, default=Path(), help="the project (default: here)")
+    image.add_argument("--store", type=Path, default=DEFAULT_STORE, help="where images are kept")
+    image.add_argument("--mirror", help="Debian mirror URL (default: the host's apt sources)")
+    image.set_defaults(func=_image)
+
 
 def _init(args: argparse.Namespace) -> int:
     written = _report(lambda: init_project(args.dir, domain=args.domain, repo=args.repo), args.dir)
@@ -55,6 +63,17 @@ def _create_api(args: argparse.Namespace) -> int:
     if not written:
         print("next: make test  (lint, manifests, then the tests against a real kube-apiserver)")
     return written
+
+
+def _image(args: argparse.Namespace) -> int:
+    try:
+        spec = image_spec(args.dir)
+        archive = build_image(spec, args.store, args.mirror)
+    except (ScaffoldError, ImageError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"image: {spec.name} {archive} {archive.stat().st_size / 2**20:.1f} MiB")
+    return 0
 
 
 def _report(run: Callable[[], list[Path]], root: Path) -> int:

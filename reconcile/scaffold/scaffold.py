@@ -10,12 +10,15 @@ kind's controller up on a Manager (``reconcile run PACKAGE.controllers:setup``).
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
+from reconcile.scaffold.image import ImageSpec, project_files
 from reconcile.scaffold.project import Project, Resource, reconcile_requirement
 from reconcile.scaffold.render import ScaffoldError, render_tree
 
-__all__ = ["create_api", "init_project"]
+__all__ = ["create_api", "image_spec", "init_project"]
 
 _SETUP = '''"""The controllers of {project}; ``setup`` is what ``reconcile run`` calls.
 
@@ -76,6 +79,36 @@ def create_api(
     project.resources.append(resource)
     project.save(root)
     return [*written, root / "PROJECT", _write_setup(root, project)]
+
+
+def image_spec(root: Path) -> ImageSpec:
+    """The image of the project in ``root``: its wheel and reconcile (from where the PROJECT
+    file says it comes: a checkout, a wheel or a release), running its controllers.
+
+    Raises:
+        ScaffoldError: no project in ``root``, or a reconcile wheel or checkout that is gone.
+    """
+    project = Project.load(root)
+    version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    projects, wheels, requirements = [root], [], []
+    source = project.reconcile.removeprefix("reconcile @ ")
+    path = Path(unquote(urlparse(source).path)) if source.startswith("file://") else None
+    if path is None:
+        requirements.append(project.reconcile)
+    elif not path.exists():
+        raise ScaffoldError(f"reconcile is gone from {path} (PROJECT's reconcile)")
+    elif path.is_dir():
+        projects.append(path)
+    else:
+        wheels.append(path)
+    return ImageSpec(
+        name=f"{project.project_name}:{version}",
+        projects=tuple(projects),
+        wheels=tuple(wheels),
+        requirements=tuple(requirements),
+        arguments=("run", f"{project.package}.controllers:setup"),
+        key_files=tuple(f for p in projects for f in project_files(p)),
+    )
 
 
 def _values(project: Project) -> dict[str, str]:

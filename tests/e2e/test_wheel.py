@@ -14,6 +14,7 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +109,31 @@ def test_a_scaffolded_project_passes_its_own_make_test(fresh: Path, tmp_path: Pa
     crd = project / "config" / "crd" / "webapp.example.com_guestbooks.yaml"
     assert crd.is_file(), sorted(p.name for p in (project / "config" / "crd").iterdir())
     assert list((project / "config" / "rbac").glob("*.yaml"))
+    # make image: the project and reconcile (this wheel) in an OCI image running its controllers.
+    line = _run(["make", "image"], project, timeout=1200).strip().splitlines()[-1]
+    _, name, archive, _ = line.split(" ", 3)
+    assert name == "guestbook-operator:0.1.0", line
+    config = _image_config(Path(archive), tmp_path / "layout")
+    assert config["Entrypoint"] == ["/usr/bin/reconcile"]
+    assert config["Cmd"] == ["run", "guestbook_operator.controllers:setup"]
+    assert config["User"] == "65532:65532"
+    listing = _run(["tar", "-tf", str(tmp_path / "layout" / "layer.tar")], tmp_path)
+    assert "guestbook_operator/controllers/guestbook.py" in listing
+    assert "reconcile/scaffold/image.py" in listing
+
+
+def _image_config(archive: Path, layout: Path) -> dict[str, Any]:
+    """The image config of an oci-archive with one image, and its one layer as layer.tar."""
+    layout.mkdir()
+    _run(["tar", "-xf", str(archive), "-C", str(layout)], layout)
+    blobs = layout / "blobs" / "sha256"
+
+    def blob(digest: str) -> Any:
+        return blobs / digest.removeprefix("sha256:")
+
+    (entry,) = json.loads((layout / "index.json").read_text())["manifests"]
+    manifest = json.loads(blob(entry["digest"]).read_text())
+    (layer,) = manifest["layers"]
+    _run(["sh", "-c", f"gzip -dc {blob(layer['digest'])} > {layout / 'layer.tar'}"], layout)
+    config: dict[str, Any] = json.loads(blob(manifest["config"]["digest"]).read_text())["config"]
+    return config

@@ -14,6 +14,7 @@ import pytest
 from controllers.cli import main
 from reconcile.scaffold import Project, ScaffoldError, create_api, init_project, plural_of
 from reconcile.scaffold.render import render
+from reconcile.scaffold.scaffold import image_spec
 
 
 @pytest.mark.parametrize(
@@ -124,3 +125,37 @@ def test_the_commands_exit_2_with_the_reason(
     assert main([*create, "--kind", "Site"]) == 0
     assert main([*create, "--kind", "site"]) == 2
     assert "kind 'site' is not valid" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("origin", ["checkout", "wheel", "release"])
+def test_the_image_takes_reconcile_from_where_the_project_says(tmp_path: Path, origin: str) -> None:
+    init_project(tmp_path / "p", domain="example.com", repo="shop")
+    project = Project.load(tmp_path / "p")
+    checkout, wheel = tmp_path / "reconcile", tmp_path / "reconcile-0.1.0-py3-none-any.whl"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    wheel.write_bytes(b"wheel")
+    project.reconcile = {
+        "checkout": f"reconcile @ {checkout.as_uri()}",
+        "wheel": wheel.as_uri(),
+        "release": "reconcile==0.1.0",
+    }[origin]
+    project.save(tmp_path / "p")
+    spec = image_spec(tmp_path / "p")
+    assert spec.name == "shop:0.1.0"
+    assert spec.arguments == ("run", "shop.controllers:setup")
+    assert spec.projects == (
+        (tmp_path / "p", checkout) if origin == "checkout" else (tmp_path / "p",)
+    )
+    assert spec.wheels == ((wheel,) if origin == "wheel" else ())
+    assert spec.requirements == (("reconcile==0.1.0",) if origin == "release" else ())
+    assert tmp_path / "p" / "pyproject.toml" in spec.key_files
+
+
+def test_an_image_of_a_project_whose_reconcile_is_gone_is_an_error(tmp_path: Path) -> None:
+    init_project(tmp_path, domain="example.com", repo="shop")
+    project = Project.load(tmp_path)
+    project.reconcile = (tmp_path / "gone.whl").as_uri()
+    project.save(tmp_path)
+    with pytest.raises(ScaffoldError, match="reconcile is gone from"):
+        image_spec(tmp_path)

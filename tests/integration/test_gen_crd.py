@@ -169,7 +169,8 @@ async def test_printer_columns_show_in_kubectl_get(
     marked_crds: Path, client: Client, host: ControlPlane, namespace: str
 ) -> None:
     await client.create(widget("shown", namespace, size="medium", replicas=3, colour="red"))
-    plain = await host.kubectl("get", "widgets", "-n", namespace)
+    # Qualified: other tests' CRDs serve a kind named widgets too (client.test's).
+    plain = await host.kubectl("get", f"widgets.{GROUP}", "-n", namespace)
     header, row = plain.stdout.decode().splitlines()
     assert header.split() == ["NAME", "SIZE", "REPLICAS", "AGE"]
     assert row.split()[:3] == ["shown", "medium", "3"]

@@ -3,6 +3,7 @@ while objects stay plain dicts at run time and ``import reconcile`` imports none
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -17,19 +18,27 @@ import reconcile
 from reconcile.api.apps.v1 import DEPLOYMENT, Deployment
 from reconcile.api.core.v1 import CONFIG_MAP
 from reconcile.api.meta.v1 import ObjectList
+from reconcile.controllerutil import patch_status_if_changed
 from reconcile.gvk import GVK
 from reconcile.objects import add_finalizer
+from testenv import FakeClient
 
 ROOT = Path(reconcile.__file__).resolve().parent.parent
 
 CORRECT = """
 from typing import Any
 
-from reconcile import Client, EnqueueRequestForOwner, Manager, controller_managed_by
+from reconcile import (
+    Client,
+    EnqueueRequestForOwner,
+    Manager,
+    controller_managed_by,
+    patch_status_if_changed,
+)
 from reconcile.api.apps.v1 import DEPLOYMENT, Deployment
 from reconcile.api.core.v1 import CONFIG_MAP, ConfigMap
 from reconcile.gvk import GVK
-from reconcile.objects import add_finalizer, set_controller_reference
+from reconcile.objects import add_finalizer, owner_reference, set_controller_reference
 
 SECRET = GVK("", "v1", "Secret")
 
@@ -43,6 +52,9 @@ async def reconcile(client: Client, manager: Manager) -> int:
     created: ConfigMap = await client.create(config)
     add_finalizer(created, "example.com/cleanup")
     patched: Deployment = await client.patch(deployment, {"spec": {"replicas": 2}})
+    # The helpers take typed objects: an owner reference in typed metadata, a typed status write.
+    config["metadata"] = {"ownerReferences": [owner_reference(deployment)]}
+    await patch_status_if_changed(client, deployment, patched)
     every: list[ConfigMap] = await client.list_all(CONFIG_MAP, namespace="prod")
     untyped: dict[str, Any] = await client.get(SECRET, "s", namespace="prod")
     literal: dict[str, Any] = await client.create({"apiVersion": "v1", "kind": "Secret"})
@@ -122,6 +134,9 @@ def test_typed_handles_are_plain_gvks_at_run_time() -> None:
 def test_the_changing_helpers_refuse_a_read_only_mapping_clearly() -> None:
     with pytest.raises(TypeError, match="cannot change a mappingproxy in place"):
         add_finalizer(MappingProxyType({"metadata": {}}), "example.com/f")
+    changed = MappingProxyType({"status": {"phase": "Ready"}})
+    with pytest.raises(TypeError, match="cannot write the answer into a mappingproxy"):
+        asyncio.run(patch_status_if_changed(FakeClient(), {}, changed))
 
 
 def test_importing_reconcile_imports_no_generated_module() -> None:

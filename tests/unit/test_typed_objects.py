@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -83,25 +84,39 @@ async def scale(client: Client) -> int:
 """
 
 
+# The tutorials' code, as a reader copies it: the python blocks of each page, in order.
+TYPED_PAGES = {"tutorial.py": "tutorial.md", "crd_tutorial.py": "crd-tutorial.md"}
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+
+
+def page_code(page: str) -> str:
+    """The runnable python blocks of ``docs/page``, one after the other."""
+    text = (ROOT / "docs" / page).read_text()
+    return "\n\n".join(m.group(1) for m in PYTHON_BLOCK.finditer(text))
+
+
 @pytest.fixture(scope="module")
 def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    """mypy --strict's errors on the two fixtures, by file (one run reads the framework once)."""
+    """mypy --strict's errors on the fixtures and the tutorials' code, by file (one run reads
+    the framework once)."""
     work = tmp_path_factory.mktemp("typed")
-    for name, text in (("correct.py", CORRECT), ("misspelt.py", MISSPELT)):
-        (work / name).write_text(textwrap.dedent(text))
+    files = {"correct.py": textwrap.dedent(CORRECT), "misspelt.py": textwrap.dedent(MISSPELT)}
+    files |= {name: page_code(page) for name, page in TYPED_PAGES.items()}
+    for name, text in files.items():
+        (work / name).write_text(text)
     # MYPYPATH: the checkout under test, whatever the installed package points at; run in the
     # temporary directory so that only --strict applies (not this repository's configuration).
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(work / ".cache")]
     done = subprocess.run(
-        [*command, "--python-version", "3.11", "correct.py", "misspelt.py"],
+        [*command, "--python-version", "3.11", *files],
         cwd=work,
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    errors: dict[str, list[str]] = {"correct.py": [], "misspelt.py": []}
+    errors: dict[str, list[str]] = {name: [] for name in files}
     for line in done.stdout.splitlines():
         name, _, rest = line.partition(":")
         if name in errors and ": error:" in line:
@@ -112,6 +127,13 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
 
 def test_correct_typed_code_passes_mypy_strict(mypy_errors: dict[str, list[str]]) -> None:
     assert mypy_errors["correct.py"] == []
+
+
+@pytest.mark.parametrize("name", sorted(TYPED_PAGES))
+def test_the_tutorials_code_passes_mypy_strict(
+    mypy_errors: dict[str, list[str]], name: str
+) -> None:
+    assert mypy_errors[name] == [], f"docs/{TYPED_PAGES[name]}"
 
 
 def test_a_misspelt_field_in_a_typed_object_is_a_mypy_error(

@@ -193,21 +193,25 @@ def merge_from(
 
 
 async def patch_status_if_changed(
-    client: ObjectWriter, before: Mapping[str, Any], obj: dict[str, Any]
+    client: ObjectWriter, before: Mapping[str, Any], obj: Mapping[str, Any]
 ) -> bool:
     """Write ``obj``'s status if it differs from ``before``'s; returns whether it wrote.
 
     ``before`` is the object as read (from the cache, say), ``obj`` a copy whose status the
     reconcile set. The write is a merge patch of the status subresource with only the changed
     fields and no resourceVersion, so a stale cached copy is not a Conflict and other writers'
-    status fields stay; ``obj`` then holds what the apiserver sent.
+    status fields stay; ``obj`` then holds what the apiserver sent. A typed object (a
+    TypedDict, which a type checker does not take for a ``dict``) is accepted as it is.
 
     Raises:
+        TypeError: ``obj`` is a read-only mapping, which cannot take the answer.
         NotFound: the object is gone, or its kind has no status subresource.
         ApiError: the patch was refused.
     """
     if obj.get("status") == before.get("status"):
         return False
+    if not isinstance(obj, dict):
+        raise TypeError(f"cannot write the answer into a {type(obj).__name__}: pass the dict")
     patch = {"status": merge_patch_between(before.get("status") or {}, obj.get("status") or {})}
     _replace(obj, await client.patch_status(obj, patch), GVK.of(obj))
     return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Required, TypedDict, cast
 
 from reconcile.gvk import GVK
 
@@ -89,10 +89,13 @@ TRUNCATED_MARKER: Final = " ... (truncated)"
 class OwnerReference(TypedDict, total=False):
     """An entry of ``metadata.ownerReferences``."""
 
-    apiVersion: str
-    kind: str
-    name: str
-    uid: str
+    # Required as in the API (and in reconcile.api.meta.v1.OwnerReference): mypy takes one
+    # TypedDict for another only when each key's requiredness matches, so `owner_reference()`
+    # fits the ownerReferences of a typed object.
+    apiVersion: Required[str]
+    kind: Required[str]
+    name: Required[str]
+    uid: Required[str]
     controller: bool
     blockOwnerDeletion: bool
 

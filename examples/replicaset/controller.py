@@ -11,7 +11,6 @@ Run it against any cluster: ``python -m examples.replicaset --kubeconfig ~/.kube
 from __future__ import annotations
 
 from reconcile import (
-    GVK,
     CachedClient,
     Manager,
     NotFound,
@@ -20,11 +19,12 @@ from reconcile import (
     controller_managed_by,
     labels_of,
 )
+from reconcile.api.apps.v1 import REPLICA_SET
+from reconcile.api.core.v1 import POD
 
 __all__ = ["POD_COUNT_LABEL", "REPLICASET", "ReplicaSetReconciler", "setup"]
 
-REPLICASET = GVK("apps", "v1", "ReplicaSet")
-POD = GVK("", "v1", "Pod")
+REPLICASET = REPLICA_SET  # typed: the client's reads return ReplicaSet TypedDicts
 POD_COUNT_LABEL = "pod-count"
 
 
@@ -41,7 +41,7 @@ class ReplicaSetReconciler:
             replicaset = await self.client.get(REPLICASET, name, namespace=namespace)
         except NotFound:
             return None  # deleted: nothing to label
-        selector = replicaset["spec"]["template"]["metadata"].get("labels") or {}
+        selector = replicaset["spec"]["template"]["metadata"].get("labels", {})
         pods = await self.client.list(POD, namespace=namespace, label_selector=selector)
         count = str(len(pods["items"]))
         if labels_of(replicaset).get(POD_COUNT_LABEL) == count:

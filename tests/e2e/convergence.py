@@ -277,7 +277,8 @@ def _binding_problems(bindings: list[Obj], templates: dict[str, Obj]) -> list[st
     expected = {binding_name(DEPLOYMENT.kind, name) for name in templates}
     problems = differences([name_of(b) for b in bindings], expected, "ResourceBindings")
     problems += duplicates(
-        [(controller_of(b) or {}).get("uid") for b in bindings], "ResourceBindings of one template"
+        [ref["uid"] if (ref := controller_of(b)) else None for b in bindings],
+        "ResourceBindings of one template",
     )
     by_binding = {binding_name(DEPLOYMENT.kind, n): t for n, t in templates.items()}
     for binding in bindings:
@@ -289,9 +290,10 @@ def _binding_problems(bindings: list[Obj], templates: dict[str, Obj]) -> list[st
             problems.append(f"binding {name} is being deleted")
         if not is_condition_true(binding, SCHEDULED_CONDITION):
             problems.append(f"binding {name} is not Scheduled")
-        owner = controller_of(binding) or {}
-        if owner.get("uid") != uid_of(template):
-            problems.append(f"binding {name} is controlled by {owner.get('uid')}, not its template")
+        owner = controller_of(binding)
+        owner_uid = owner["uid"] if owner else None
+        if owner_uid != uid_of(template):
+            problems.append(f"binding {name} is controlled by {owner_uid}, not its template")
     return problems
 
 

@@ -17,8 +17,9 @@ import reconcile
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 IMPORT = re.compile(r"^[ \t]*from reconcile(?:\.[\w.]+)? import (?:\([^)]*\)|[^\n]*)", re.M)
+# Not after a "/": `myproject/controllers/x.py` is a path of another project, not of this tree.
 SOURCE_PATH = re.compile(
-    r"\b(?:reconcile|controllers|testenv|bench|tests|deploy)/[\w./-]+\.(?:py|yaml|md)\b"
+    r"(?<![\w/.-])(?:reconcile|controllers|testenv|bench|tests|deploy)/[\w./-]+\.(?:py|yaml|md)\b"
 )
 
 PROBE = """

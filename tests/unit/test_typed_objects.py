@@ -3,8 +3,10 @@ while objects stay plain dicts at run time and ``import reconcile`` imports none
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,19 +19,27 @@ import reconcile
 from reconcile.api.apps.v1 import DEPLOYMENT, Deployment
 from reconcile.api.core.v1 import CONFIG_MAP
 from reconcile.api.meta.v1 import ObjectList
+from reconcile.controllerutil import patch_status_if_changed
 from reconcile.gvk import GVK
 from reconcile.objects import add_finalizer
+from testenv import FakeClient
 
 ROOT = Path(reconcile.__file__).resolve().parent.parent
 
 CORRECT = """
 from typing import Any
 
-from reconcile import Client, EnqueueRequestForOwner, Manager, controller_managed_by
+from reconcile import (
+    Client,
+    EnqueueRequestForOwner,
+    Manager,
+    controller_managed_by,
+    patch_status_if_changed,
+)
 from reconcile.api.apps.v1 import DEPLOYMENT, Deployment
 from reconcile.api.core.v1 import CONFIG_MAP, ConfigMap
 from reconcile.gvk import GVK
-from reconcile.objects import add_finalizer, set_controller_reference
+from reconcile.objects import add_finalizer, owner_reference, set_controller_reference
 
 SECRET = GVK("", "v1", "Secret")
 
@@ -43,6 +53,9 @@ async def reconcile(client: Client, manager: Manager) -> int:
     created: ConfigMap = await client.create(config)
     add_finalizer(created, "example.com/cleanup")
     patched: Deployment = await client.patch(deployment, {"spec": {"replicas": 2}})
+    # The helpers take typed objects: an owner reference in typed metadata, a typed status write.
+    config["metadata"] = {"ownerReferences": [owner_reference(deployment)]}
+    await patch_status_if_changed(client, deployment, patched)
     every: list[ConfigMap] = await client.list_all(CONFIG_MAP, namespace="prod")
     untyped: dict[str, Any] = await client.get(SECRET, "s", namespace="prod")
     literal: dict[str, Any] = await client.create({"apiVersion": "v1", "kind": "Secret"})
@@ -71,25 +84,39 @@ async def scale(client: Client) -> int:
 """
 
 
+# The tutorials' code, as a reader copies it: the python blocks of each page, in order.
+TYPED_PAGES = {"tutorial.py": "tutorial.md", "crd_tutorial.py": "crd-tutorial.md"}
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+
+
+def page_code(page: str) -> str:
+    """The runnable python blocks of ``docs/page``, one after the other."""
+    text = (ROOT / "docs" / page).read_text()
+    return "\n\n".join(m.group(1) for m in PYTHON_BLOCK.finditer(text))
+
+
 @pytest.fixture(scope="module")
 def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    """mypy --strict's errors on the two fixtures, by file (one run reads the framework once)."""
+    """mypy --strict's errors on the fixtures and the tutorials' code, by file (one run reads
+    the framework once)."""
     work = tmp_path_factory.mktemp("typed")
-    for name, text in (("correct.py", CORRECT), ("misspelt.py", MISSPELT)):
-        (work / name).write_text(textwrap.dedent(text))
+    files = {"correct.py": textwrap.dedent(CORRECT), "misspelt.py": textwrap.dedent(MISSPELT)}
+    files |= {name: page_code(page) for name, page in TYPED_PAGES.items()}
+    for name, text in files.items():
+        (work / name).write_text(text)
     # MYPYPATH: the checkout under test, whatever the installed package points at; run in the
     # temporary directory so that only --strict applies (not this repository's configuration).
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(work / ".cache")]
     done = subprocess.run(
-        [*command, "--python-version", "3.11", "correct.py", "misspelt.py"],
+        [*command, "--python-version", "3.11", *files],
         cwd=work,
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    errors: dict[str, list[str]] = {"correct.py": [], "misspelt.py": []}
+    errors: dict[str, list[str]] = {name: [] for name in files}
     for line in done.stdout.splitlines():
         name, _, rest = line.partition(":")
         if name in errors and ": error:" in line:
@@ -100,6 +127,13 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
 
 def test_correct_typed_code_passes_mypy_strict(mypy_errors: dict[str, list[str]]) -> None:
     assert mypy_errors["correct.py"] == []
+
+
+@pytest.mark.parametrize("name", sorted(TYPED_PAGES))
+def test_the_tutorials_code_passes_mypy_strict(
+    mypy_errors: dict[str, list[str]], name: str
+) -> None:
+    assert mypy_errors[name] == [], f"docs/{TYPED_PAGES[name]}"
 
 
 def test_a_misspelt_field_in_a_typed_object_is_a_mypy_error(
@@ -122,6 +156,9 @@ def test_typed_handles_are_plain_gvks_at_run_time() -> None:
 def test_the_changing_helpers_refuse_a_read_only_mapping_clearly() -> None:
     with pytest.raises(TypeError, match="cannot change a mappingproxy in place"):
         add_finalizer(MappingProxyType({"metadata": {}}), "example.com/f")
+    changed = MappingProxyType({"status": {"phase": "Ready"}})
+    with pytest.raises(TypeError, match="cannot write the answer into a mappingproxy"):
+        asyncio.run(patch_status_if_changed(FakeClient(), {}, changed))
 
 
 def test_importing_reconcile_imports_no_generated_module() -> None:

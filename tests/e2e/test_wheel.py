@@ -41,7 +41,9 @@ asyncio_default_test_loop_scope = session
 def _run(command: list[str], cwd: Path, timeout: float = 600) -> str:
     """Run ``command`` in ``cwd`` (never the checkout); its output, or a failure with it."""
     # PYTHONPATH would let the checkout in through the back door.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # MAKEFLAGS/MAKELEVEL: under `make test`, a project's own make must not inherit ours.
+    hidden = ("PYTHONPATH", "VIRTUAL_ENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
     done = subprocess.run(
         command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )

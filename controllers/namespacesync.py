@@ -196,9 +196,15 @@ def _owned_by(work: Mapping[str, Any], namespace: str) -> bool:
 def _merged(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(dict(existing))
     metadata, wanted = merged.setdefault("metadata", {}), desired["metadata"]
-    metadata["annotations"] = {**(metadata.get("annotations") or {}), **wanted["annotations"]}
+    annotations = {**(metadata.get("annotations") or {}), **wanted["annotations"]}
     if not wanted["annotations"]:
-        metadata["annotations"].pop(APPLIED_CLUSTER_OVERRIDES_ANNOTATION, None)
+        annotations.pop(APPLIED_CLUSTER_OVERRIDES_ANNOTATION, None)
+    # The apiserver stores no empty map: an empty one here would differ from what it returns,
+    # and the Work would be updated, to no effect, on every reconcile (each takeover, re-list).
+    if annotations:
+        metadata["annotations"] = annotations
+    else:
+        metadata.pop("annotations", None)
     metadata["ownerReferences"] = wanted["ownerReferences"]
     add_finalizer(merged, EXECUTION_CONTROLLER_FINALIZER)
     merged["spec"] = copy.deepcopy(desired["spec"])

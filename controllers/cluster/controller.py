@@ -109,6 +109,7 @@ PERMISSIONS: Final = Permissions(
             "health monitor: each member's heartbeat Lease (a live read); cluster namespace only",
             namespace=KARMADA_CLUSTER_NAMESPACE,
         ),
+        cache("", "namespaces", why="an execution namespace that exists is not created again"),
         Rule(("",), ("namespaces",), ("create", "delete"), "execution namespaces karmada-es-*"),
         Rule(
             ("work.karmada.io",),
@@ -164,6 +165,11 @@ class ClusterController:
         return await self.client.update(updated)
 
     async def _ensure_namespace(self, name: str) -> None:
+        # Read first, as Karmada's createExecutionSpace does: every reconcile of every Cluster
+        # (each takeover, each re-list) would otherwise send a create refused as AlreadyExists.
+        with contextlib.suppress(NotFound):
+            await self.client.get(NAMESPACE, name)
+            return
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         with contextlib.suppress(AlreadyExists):
             await self.client.create(body)

@@ -6,10 +6,11 @@ It is the real CLI (``controllers.cli.main``, same flags, same exit status) with
 the manager's writes carry the field manager FIELD_MANAGER (so member and host objects say in
 their managedFields which process last wrote them, with the apiserver's time), and every call of
 the manager's write guard — made right before a non-GET request leaves through any of its
-clients, host or member — appends one JSON line to RECORD: the wall time, method, path, whether
-it was allowed, whether the writing runnable needs leadership, and whether the manager believed
-it led. Leadership changes are recorded too, with the elector's identity (the Lease's
-holderIdentity). A sharded replica (``--shards``) also records every reconcile its shard guard
+clients, host or member — appends one JSON line to RECORD: the wall time, method, path, the
+server it goes to (the client's ``config.host``: the host's or a member's), whether it was
+allowed, whether the writing runnable needs leadership, and whether the manager believed it led.
+Leadership changes are recorded too, with the elector's identity (the Lease's holderIdentity).
+A sharded replica (``--shards``) also records every reconcile its shard guard
 lets through: the ring key, and the wall times it began and ended (``reconcile`` and
 ``reconciled`` lines; a SIGKILL leaves a last ``reconcile`` without its end). Lines are written
 with one unbuffered ``write`` each, so a SIGKILL loses none.
@@ -24,12 +25,14 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import Any
 
 import orjson
 
 from controllers import cli
 from reconcile import manager as manager_module
+from reconcile.client.client import Client
 from reconcile.manager import Manager, ManagerOptions, NotLeader
 from reconcile.sharding import shard as shard_module
 
@@ -51,7 +54,13 @@ def instrument(recorder: Recorder) -> None:
 
     def recording_guard(self: Manager, method: str, path: str) -> None:
         needs = manager_module._needs_leader.get()
-        fields = {"method": method, "path": path, "needs_leader": needs, "leading": self._leading}
+        fields = {
+            "method": method,
+            "path": path,
+            "server": _SERVER.get(),
+            "needs_leader": needs,
+            "leading": self._leading,
+        }
         try:
             guard(self, method, path)
         except NotLeader:
@@ -65,6 +74,17 @@ def instrument(recorder: Recorder) -> None:
         set_leader(self, leading)
 
     setattr(Manager, "_refuse_unless_leader", recording_guard)  # noqa: B010 - a test hook
+    open_request = Client._open
+
+    async def recording_open(self: Client, method: str, path: str, *args: Any, **kw: Any) -> Any:
+        # The guard is called at once by _open, in this context: it reads the server from it.
+        token = _SERVER.set(self.config.host)
+        try:
+            return await open_request(self, method, path, *args, **kw)
+        finally:
+            _SERVER.reset(token)
+
+    setattr(Client, "_open", recording_open)  # noqa: B010
     setattr(Manager, "_set_leader", recording_set_leader)  # noqa: B010
     reconciling = shard_module._Keys.reconciling
 
@@ -82,6 +102,7 @@ def instrument(recorder: Recorder) -> None:
 
 
 _SPANS = itertools.count()
+_SERVER: ContextVar[str | None] = ContextVar("server", default=None)
 
 
 def main(argv: list[str]) -> int:

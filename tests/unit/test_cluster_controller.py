@@ -26,12 +26,13 @@ from controllers.cluster import (
 from controllers.cluster.binding import owner_reference
 from controllers.cluster.expiry import TOKEN_EXPIRES_SOON, TOKEN_EXPIRING_CONDITION, TOKEN_VALID
 from controllers.cluster.secrets import SECRET, cluster_secret_cache
-from reconcile import EVENT_GVK, Manager, ManagerOptions, Request, Result, get_condition
+from reconcile import EVENT_GVK, GVK, Manager, ManagerOptions, Request, Result, get_condition
 from testenv import FakeClient, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 # Only watch events may bring a Cluster back: the status controller's own period is an hour.
+NAMESPACE_GVK = GVK("", "v1", "Namespace")
 HOURLY = ClusterStatusOptions(update_frequency=3600, failure_threshold=0, success_threshold=0)
 
 
@@ -285,3 +286,22 @@ async def test_a_token_without_a_known_expiry_has_no_condition(tmp_path: Path) -
             return get_condition(cluster, TOKEN_EXPIRING_CONDITION) is None
 
         await eventually(gone, timeout=10)
+
+
+async def test_an_execution_namespace_that_exists_is_read_not_created_again(
+    tmp_path: Path,
+) -> None:
+    # Every reconcile of every Cluster (each takeover, each re-list) once sent a create that the
+    # apiserver refused as AlreadyExists: a write per Cluster for nothing (#29).
+    async with running(tmp_path, with_status=False) as env:
+        await env.fake.create(cluster())
+
+        async def made() -> bool:
+            found = await env.fake.list(NAMESPACE_GVK)
+            return any(n["metadata"]["name"] == "karmada-es-m" for n in found["items"])
+
+        await eventually(made, timeout=10)
+        writes: list[tuple[str, str]] = []
+        env.fake.write_guard = lambda method, path: writes.append((method, path))
+        await env.cluster.reconcile(Request("m"))
+        assert ("POST", "/api/v1/namespaces") not in writes, writes

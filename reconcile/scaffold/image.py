@@ -44,6 +44,9 @@ EXCLUDED: Final = (
 USER: Final = "65532:65532"
 PYTHON: Final = "/usr/bin/python3.11"
 SITE: Final = "usr/lib/python3/dist-packages"
+CONSOLE_SCRIPT: Final = ("controllers.cli", "main")
+"""The ``reconcile`` command (pyproject's ``[project.scripts]``): written into the image, never
+imported here."""
 DEFAULT_STORE: Final = (
     Path(os.environ.get("XDG_DATA_HOME", str(Path.home() / ".local" / "share")))
     / "reconcile"
@@ -171,8 +174,9 @@ def _install(rootfs: Path, directory: Path, spec: ImageSpec) -> None:
          *_wheels(spec, directory), *spec.requirements)  # fmt: skip
     # The console script, without a shell: the kernel reads the interpreter from the first line.
     script = rootfs / "usr" / "bin" / "reconcile"
+    module, function = CONSOLE_SCRIPT
     script.write_text(
-        f"#!{PYTHON}\nimport sys\nfrom controllers.cli import main\nsys.exit(main())\n"
+        f"#!{PYTHON}\nimport sys\nfrom {module} import {function}\nsys.exit({function}())\n"
     )
     script.chmod(0o755)
     shutil.rmtree(target / "bin", ignore_errors=True)

@@ -89,13 +89,14 @@ PERMISSIONS: Final = Permissions(
     templates=("get",),
     template_status=("update",),
 )
-"""What the status controllers do on the host: templates are read live and their status written
-for the kinds whose status is aggregated (see controllers.rbac)."""
+"""What the status controllers do on the host: templates are read from the cache the detector
+fills (live for a kind no full informer holds) and their status written for the kinds whose status
+is aggregated (see controllers.rbac)."""
 
 
 DEFAULT_WORKERS: Final = 5
 """Bindings aggregated in parallel, per binding kind. Each waits on up to three requests (its
-status, the live template, the template's status); Karmada's syncs default to 5."""
+status, the template when not cached, the template's status); Karmada's syncs default to 5."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ class BindingStatusController:
         self.kind = kind
         self.host: CachedClient = context.manager.client
         self.templates = TemplateStatusWriter(
-            context.manager.api_reader, context.interpreter, context.recorder(kind.name)
+            context.manager.client, context.interpreter, context.recorder(kind.name)
         )
 
     async def reconcile(self, request: Request) -> Result | None:

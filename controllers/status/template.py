@@ -8,11 +8,12 @@ left alone. Failures of the interpreter or of the write become Warning Events on
 
 The template is read from the manager's cache when a full informer holds its kind (the detector
 watches every template kind), live otherwise: a read per binding status reconcile was the largest
-excess of the propagation path (2.06 GETs of the template per template at 1,000 templates on 2 members, see
+excess of the propagation path (2.06 GETs per template at 1,000 templates on 2 members, see
 docs/benchmarks.md). The status just written must be what the next comparison sees, or a cache
-that has not caught up yet would have it written twice: the writer keeps the objects its own
-writes returned and reads them instead of a cached object with an older resourceVersion (client-go's
-``MutationCache`` does the same over an informer, comparing resourceVersions as integers). Writes
+that has not caught up yet would have it written twice: the writer keeps what its own writes
+returned (their resourceVersion and status) and reads them over a cached object with an
+older resourceVersion (client-go's ``MutationCache`` does the same over an informer, comparing
+resourceVersions as integers; the apiserver ignores the metadata of a status write). Writes
 carry the resourceVersion read: a Conflict (someone else wrote meanwhile, or the cache is behind
 another writer) reads the template live and compares once more.
 """
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 from controllers.api import AggregatedStatusItem, ObjectReference
 from controllers.interpreter import AggregatedStatusItem as InterpreterItem
@@ -49,10 +51,18 @@ __all__ = [
 
 AGGREGATE_STATUS_SUCCEEDED: Final = "AggregateStatusSucceed"
 AGGREGATE_STATUS_FAILED: Final = "AggregateStatusFailed"
-REMEMBERED_WRITES: Final = 4096
-"""Written templates remembered until the cache shows them (the oldest forgotten first)."""
+REMEMBERED_WRITES: Final = 1024
+"""Status writes remembered until the cache shows them, the oldest forgotten first: a few seconds
+of a bulk's writes, far longer than a watch event takes to arrive."""
 
 _Key = tuple[GVK, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    uid: str
+    version: int
+    status: Any
 
 
 def _version(obj: Obj) -> int | None:
@@ -61,32 +71,40 @@ def _version(obj: Obj) -> int | None:
 
 
 class OwnWrites:
-    """The templates this writer wrote, until the cache holds their version or a newer one."""
+    """The status writes of this writer, until the cache holds their version or a newer one.
+
+    Only the uid, resourceVersion and status are kept (a status write changes nothing else), not
+    the template: an entry stays until the template is read again or evicted.
+    """
 
     def __init__(self, size: int = REMEMBERED_WRITES) -> None:
         self.size = size
-        self._written: OrderedDict[_Key, Obj] = OrderedDict()
+        self._written: OrderedDict[_Key, _Written] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._written)
 
     def note(self, gvk: GVK, written: Obj) -> None:
-        """Remember ``written``, the object a write of ours returned."""
+        """Remember ``written``, the object a status write of ours returned."""
+        version = _version(written)
+        if version is None:
+            return  # not comparable: nothing to overlay
         key = (gvk, namespace_of(written), name_of(written))
-        self._written[key] = written
+        self._written[key] = _Written(uid_of(written), version, written.get("status"))
         self._written.move_to_end(key)
         while len(self._written) > self.size:
             self._written.popitem(last=False)
 
     def newest(self, gvk: GVK, cached: Obj) -> Obj:
-        """``cached``, or our own later write of the same object if the cache is behind it."""
+        """``cached``, or with our own later status write in it if the cache is behind it."""
         key = (gvk, namespace_of(cached), name_of(cached))
         written = self._written.get(key)
         if written is None:
             return cached
-        ours, theirs = _version(written), _version(cached)
-        if uid_of(written) == uid_of(cached) and ours and theirs and ours > theirs:
-            return written
+        theirs = _version(cached)
+        if written.uid == uid_of(cached) and theirs and written.version > theirs:
+            metadata = {**cached["metadata"], "resourceVersion": str(written.version)}
+            return {**cached, "metadata": metadata, "status": written.status}
         del self._written[key]  # the cache caught up (or the object was replaced)
         return cached
 

@@ -219,16 +219,23 @@ async def test_a_status_written_meanwhile_by_someone_else_is_a_conflict_then_rea
 
 async def test_own_writes_overlay_an_older_cached_object_until_the_cache_catches_up() -> None:
     writes = OwnWrites(size=2)
-    old = {"metadata": {"name": "a", "namespace": "n", "uid": "u", "resourceVersion": "5"}}
-    written = {"metadata": {**old["metadata"], "resourceVersion": "7"}, "status": {"x": 1}}
+    meta = {"name": "a", "namespace": "n", "uid": "u", "resourceVersion": "5"}
+    old: dict[str, Any] = {"metadata": meta, "spec": {"replicas": 2}}
+    written = {"metadata": {**meta, "resourceVersion": "7"}, "status": {"x": 1}}
     writes.note(DEPLOYMENT, written)
-    assert writes.newest(DEPLOYMENT, old) is written
-    newer = {"metadata": {**old["metadata"], "resourceVersion": "8"}}
+    seen = writes.newest(DEPLOYMENT, old)
+    assert seen["status"] == {"x": 1}
+    assert seen["metadata"]["resourceVersion"] == "7"
+    assert seen["spec"] == old["spec"]
+    assert "status" not in old, "the cached object is not changed"
+    newer = {"metadata": {**meta, "resourceVersion": "8"}}
     assert writes.newest(DEPLOYMENT, newer) is newer
     assert len(writes) == 0
-    replaced = {"metadata": {**old["metadata"], "uid": "other", "resourceVersion": "1"}}
+    replaced = {"metadata": {**meta, "uid": "other", "resourceVersion": "1"}}
     writes.note(DEPLOYMENT, written)
     assert writes.newest(DEPLOYMENT, replaced) is replaced, "another object of the same name"
     for name in ("b", "c", "d"):
-        writes.note(DEPLOYMENT, {"metadata": {"name": name, "namespace": "n"}})
+        writes.note(
+            DEPLOYMENT, {"metadata": {"name": name, "namespace": "n", "resourceVersion": "1"}}
+        )
     assert len(writes) == 2, "bounded: the oldest forgotten"

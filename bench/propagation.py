@@ -29,7 +29,11 @@ ResourceBindings and Deployments. Phases:
 RSS (VmRSS) of the controller-manager after warm-up, after the bulk phase and at the end, its
 peak (VmHWM), and its CPU seconds per phase. From its /metrics (on a free local port; off with
 ``--no-metrics``): each controller's reconciles per template in the bulk, by result, with their
-mean time worked and waited in the queue, which shows where a slow phase went.
+mean time worked and waited in the queue, which shows where a slow phase went. From every
+kube-apiserver's own /metrics (``apiserver_request_total``, read with an admin client): its
+requests per template in the bulk by verb and resource, the bench's own (template creates on the
+host, member status writes) in their own column, and the error answers (e.g. 409); with the
+controller-manager's CPU per template (docs/benchmarks.md derives the minimum to compare with).
 
 Run from the repository root: ``.venv/bin/python -m bench.propagation [--templates N]
 [--members M] [--samples S]`` (docs/benchmarks.md: 1,000 and 10,000 templates on 2 members,

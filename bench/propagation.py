@@ -29,7 +29,11 @@ ResourceBindings and Deployments. Phases:
 RSS (VmRSS) of the controller-manager after warm-up, after the bulk phase and at the end, its
 peak (VmHWM), and its CPU seconds per phase. From its /metrics (on a free local port; off with
 ``--no-metrics``): each controller's reconciles per template in the bulk, by result, with their
-mean time worked and waited in the queue, which shows where a slow phase went.
+mean time worked and waited in the queue, which shows where a slow phase went. From every
+kube-apiserver's own /metrics (``apiserver_request_total``, read with an admin client): its
+requests per template in the bulk by verb and resource, the bench's own (template creates on the
+host, member status writes) in their own column, and the error answers (e.g. 409); with the
+controller-manager's CPU per template (docs/benchmarks.md derives the minimum to compare with).
 
 Run from the repository root: ``.venv/bin/python -m bench.propagation [--templates N]
 [--members M] [--samples S]`` (docs/benchmarks.md: 1,000 and 10,000 templates on 2 members,
@@ -58,6 +62,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from bench._apiserver import Requests, request_table, scrape_requests
 from bench._cluster import create_namespace, run_parallel
 from bench._workload import cpu_seconds, rss_kib
 from controllers.api import (
@@ -469,6 +474,10 @@ class Figures:
     latencies: list[float] = field(default_factory=list)
     status_writes: int = 0
     counters: dict[str, Counter[tuple[str, str]]] = field(default_factory=dict)
+    requests: dict[str, dict[str, Requests]] = field(default_factory=dict)
+    """Phase label → apiserver ("host" or a member's name) → its request counters then."""
+    member_writes: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Phase label → member → the bench's status writes on it so far."""
 
 
 def _line(label: str, value: str) -> None:
@@ -538,6 +547,31 @@ def report(figures: Figures, child: ControllerManager, peak: float) -> None:
     for before, after in itertools.pairwise(labels):
         _line(f"CPU seconds, {before} → {after}", f"{child.cpu[after] - child.cpu[before]:8.1f}")
     _report_counters(figures)
+    _report_requests(figures, child)
+
+
+def _report_requests(figures: Figures, child: ControllerManager) -> None:
+    """Each apiserver's requests per template in the bulk, the bench's own apart, and the
+    controller-manager's CPU per template."""
+    before, after = figures.requests.get("warm"), figures.requests.get("after bulk")
+    if not before or not after:
+        return
+    n = figures.templates
+    cpu = child.cpu.get("after bulk", 0.0) - child.cpu.get("warm", 0.0)
+    print(f"controller-manager CPU per template in the bulk: {cpu / n * 1000:.1f} ms")
+    writes_before = figures.member_writes.get("warm", {})
+    writes_after = figures.member_writes.get("after bulk", {})
+    for plane in after:
+        delta = after[plane] - before.get(plane, Counter())
+        if plane == "host":
+            # The bench creates the templates; its watches' lists were before the bulk.
+            parent = {("POST", "deployments"): n}
+        else:
+            writes = writes_after.get(plane, 0) - writes_before.get(plane, 0)
+            parent = {("PATCH", "deployments/status"): writes}
+        print(f"{plane} apiserver requests per template in the bulk ({n}), WATCH not counted:")
+        for line in request_table(delta, n, parent):
+            print(line)
 
 
 async def _prepare(host: Client, members: Mapping[str, Client], env: Environment) -> None:
@@ -572,30 +606,45 @@ async def _phases(
 ) -> None:
     async with anyio.create_task_group() as group:
         host, members = await watch_clusters(group, host_client, member_clients)
+        planes = Planes({"host": host_client, **member_clients}, members)
         await host.ready.wait(set(member_clients), WARM_TIMEOUT)
         figures.cold = await single(host_client, members, "warmup", WARM_TIMEOUT)
         figures.setup = time.monotonic() - started
         await host.aggregated.wait({"warmup"}, WARM_TIMEOUT)
-        await phase_end(child, figures, args.metrics_address, "warm")
+        await phase_end(child, figures, args.metrics_address, "warm", planes)
         print(f"warm after {figures.setup:.1f} s; bulk of {args.templates} ...", flush=True)
         await bulk(host_client, host, figures, args.concurrency, len(members))
-        await phase_end(child, figures, args.metrics_address, "after bulk")
+        await phase_end(child, figures, args.metrics_address, "after bulk", planes)
         figures.settled = await settle(args.metrics_address)
         print(f"bulk done; {args.samples} single creates ...", flush=True)
         for index in range(args.samples):
             name = f"sample-{index:04d}"
             figures.latencies.append(await single(host_client, members, name, SAMPLE_TIMEOUT))
-        await phase_end(child, figures, args.metrics_address, "end")
+        await phase_end(child, figures, args.metrics_address, "end", planes)
         figures.status_writes = sum(member.status_writes for member in members)
         group.cancel_scope.cancel()
 
 
+@dataclass
+class Planes:
+    """The bench's admin clients of every apiserver, and its members' status writers."""
+
+    clients: dict[str, Client]
+    """"host" and each member's name → an admin client of that apiserver."""
+    members: list[Member] = field(default_factory=list)
+
+
 async def phase_end(
-    child: ControllerManager, figures: Figures, metrics: str | None, label: str
+    child: ControllerManager, figures: Figures, metrics: str | None, label: str, planes: Planes
 ) -> None:
-    """Note the child's RSS, CPU and counters at the end of a phase."""
+    """Note the child's RSS, CPU and counters, and every apiserver's requests, at the end of a
+    phase."""
     child.sample(label)
     figures.counters[label] = await scrape(metrics)
+    figures.requests[label] = {
+        name: await scrape_requests(client) for name, client in planes.clients.items()
+    }
+    figures.member_writes[label] = {member.name: member.status_writes for member in planes.members}
 
 
 async def run(args: argparse.Namespace) -> None:

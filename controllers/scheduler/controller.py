@@ -17,11 +17,18 @@ lack the CRD's types is Unschedulable naming them (a status of the wrong type is
 
 Cluster changes that can matter (labels, spec, deletion, API enablements, readiness) re-enqueue the
 bindings that are not scheduled, that target the cluster, or that are Duplicated / replica-less.
+
+The result's spec write is a generation change, so it enqueues the binding again; a reconcile that
+finds in the cache exactly the version that write returned knows the status write that followed
+it is not in the cache yet: it looks again shortly, rather than schedule that stale view again and
+have its status write refused (a Conflict, then a live read: 0.23 of each per template at 1,000
+templates on 2 members, docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -80,7 +87,9 @@ from reconcile import (
     labels_of,
     name_of,
     or_,
+    resource_version_of,
     set_condition,
+    uid_of,
 )
 
 __all__ = [
@@ -259,12 +268,48 @@ def _with_status(binding: Obj, result: ScheduleResult, spec_written: bool) -> Ob
     return updated
 
 
+REMEMBERED_RESULTS: Final = 4096
+"""Bindings whose spec and status writes the cache may not have seen yet, remembered at most."""
+
+
+class WrittenResults:
+    """The version each binding's result spec write returned, when its status write followed.
+
+    A cached binding at exactly that version is the moment between our two writes: the status is
+    written already, the cache has not seen it yet. Any other version forgets the entry.
+    """
+
+    def __init__(self, size: int = REMEMBERED_RESULTS) -> None:
+        self.size = size
+        self._versions: OrderedDict[str, str] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+    def note(self, spec_written: Obj) -> None:
+        """Remember ``spec_written`` (what the spec write returned) once its status is written."""
+        self._versions[uid_of(spec_written)] = resource_version_of(spec_written)
+        self._versions.move_to_end(uid_of(spec_written))
+        while len(self._versions) > self.size:
+            self._versions.popitem(last=False)
+
+    def between_writes(self, cached: Obj) -> bool:
+        """Whether ``cached`` is the version a spec write of ours returned before its status
+        write; forgets the binding otherwise (the cache is past it, or never saw it)."""
+        version = self._versions.pop(uid_of(cached), None)
+        if version is not None and version == resource_version_of(cached):
+            self._versions[uid_of(cached)] = version  # until the cache moves on
+            return True
+        return False
+
+
 class SchedulerController:
     """Schedules ResourceBindings and ClusterResourceBindings (see the module docstring)."""
 
     def __init__(self, client: CachedClient, recorder: EventRecorder) -> None:
         self.client = client
         self.recorder = recorder
+        self.written = WrittenResults()
 
     async def reconcile(self, request: Request) -> Result | None:
         """Schedule one binding if it needs it and write the result.
@@ -293,6 +338,11 @@ class SchedulerController:
             return None
         if is_being_deleted(binding) or not is_ours(binding):
             return None
+        if reader is self.client and self.written.between_writes(binding):
+            # Nothing to write from this view; looked at again once the cache has the status
+            # (whatever enqueued it, e.g. a Cluster's change, is then judged on the whole binding).
+            log.debug("the cache is between our spec and status writes")
+            return Result(requeue_after=CONFLICT_RETRY)
         return await self._schedule(binding)
 
     async def _schedule(self, binding: Obj) -> Result | None:
@@ -329,6 +379,8 @@ class SchedulerController:
         status = _with_status(binding, result, written)
         if status != binding:
             await self.client.update_status(status)
+            if written:
+                self.written.note(binding)
 
     async def _failed(self, binding: Obj, result: ScheduleResult) -> Result:
         previous = get_condition(binding, SCHEDULED_CONDITION) or {}

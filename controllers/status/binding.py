@@ -8,11 +8,19 @@ aggregated status (see ``template``). It reconciles when a scheduled binding (on
 template version, the id label), and when one of its Works changes status or goes away; Works
 name their binding in the annotations ``resourcebinding.karmada.io/namespace`` and ``/name``
 (``clusterresourcebinding.karmada.io/name`` for cluster bindings).
+
+A change is written ``COALESCE_WINDOW`` seconds after the reconcile that first saw it, with
+whatever else changed meanwhile: a binding's Works are applied, and their members report, at
+nearly the same moment, and writing each partial aggregation made 3.0 binding status and 1.5
+template status writes per template at 1,000 templates on 2 members where 2 and 1 carry every
+state that lasts (docs/benchmarks.md). The statuses written are Karmada's; they arrive that much
+later, and a state that lasted less than the window is not written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -89,13 +97,40 @@ PERMISSIONS: Final = Permissions(
     templates=("get",),
     template_status=("update",),
 )
-"""What the status controllers do on the host: templates are read live and their status written
-for the kinds whose status is aggregated (see controllers.rbac)."""
+"""What the status controllers do on the host: templates are read from the cache the detector
+fills (live for a kind no full informer holds) and their status written for the kinds whose status
+is aggregated (see controllers.rbac)."""
+
+
+COALESCE_WINDOW: Final = 0.1
+"""Seconds a binding's status change waits for the changes that come with it (see the module
+docstring)."""
+
+
+class Window:
+    """When each binding's pending change was first seen, to write it once ``seconds`` later."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self._since: dict[Request, float] = {}
+
+    def __len__(self) -> int:
+        return len(self._since)
+
+    def remaining(self, request: Request) -> float:
+        """Seconds until ``request``'s pending change is due (0 or less: write it now)."""
+        now = self.clock()
+        return self._since.setdefault(request, now) + self.seconds - now
+
+    def close(self, request: Request) -> None:
+        """Nothing pending for ``request`` any more (written, unchanged, or gone)."""
+        self._since.pop(request, None)
 
 
 DEFAULT_WORKERS: Final = 5
 """Bindings aggregated in parallel, per binding kind. Each waits on up to three requests (its
-status, the live template, the template's status); Karmada's syncs default to 5."""
+status, the template when not cached, the template's status); Karmada's syncs default to 5."""
 
 
 @dataclass(frozen=True)
@@ -189,11 +224,14 @@ def _status_with(binding: Obj, items: list[AggregatedStatusItem]) -> dict[str, A
 class BindingStatusController:
     """Reconciles one kind of binding: aggregated status, FullyApplied, template status."""
 
-    def __init__(self, context: Context, kind: BindingKind) -> None:
+    def __init__(
+        self, context: Context, kind: BindingKind, *, window: float = COALESCE_WINDOW
+    ) -> None:
         self.kind = kind
+        self.window = Window(window)
         self.host: CachedClient = context.manager.client
         self.templates = TemplateStatusWriter(
-            context.manager.api_reader, context.interpreter, context.recorder(kind.name)
+            context.manager.client, context.interpreter, context.recorder(kind.name)
         )
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -208,16 +246,22 @@ class BindingStatusController:
                 self.kind.gvk, request.name, namespace=request.namespace or None
             )
         except NotFound:
+            self.window.close(request)
             return None
         binding_id = labels_of(binding).get(self.kind.id_label)
         if is_being_deleted(binding) or not binding_id:
+            self.window.close(request)
             return None  # no id yet: the binding controller has made no Works for it
         works = await self.host.list(WORK_GVK, label_selector={self.kind.id_label: binding_id})
         resource = binding_spec(binding).get("resource") or {}
         items = aggregated_items(works["items"], resource)
         status = _status_with(binding, items)
         if status != binding_status(binding):
+            wait = self.window.remaining(request)
+            if wait > 0:
+                return Result(requeue_after=wait)  # the template's status waits with it
             await self._write(binding, status)
+        self.window.close(request)
         await self.templates.update(resource, items)
         return None
 

@@ -82,3 +82,8 @@ def test_status_writes_do_not_wake_the_binding_controller() -> None:
         "status": {"conditions": [{"type": "Scheduled", "status": "True"}]},
     }
     assert binding_changed(Event(EventType.UPDATE, scheduled, binding))
+
+
+def test_a_work_created_does_not_wake_the_binding_controller() -> None:
+    # Its own creation (or the informer's first list, when every binding is reconciled anyway).
+    assert not work_changed(Event(EventType.CREATE, work({}, {}, {})))

@@ -19,19 +19,15 @@ passes testenv's); the framework itself never reaches testenv.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
-import os
-import pkgutil
 import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from types import ModuleType
 from typing import Final, TypeAlias
 
 import anyio
 
+from reconcile.gen.modules import import_modules
 from reconcile.gen.rbac import add_rbac_parser
 
 __all__ = ["StartAPIServer", "add_gen_parser"]
@@ -70,47 +66,11 @@ def _add_crd(generators: Generators) -> None:
     parser.set_defaults(func=_crd)
 
 
-def _import(target: str) -> list[ModuleType]:
-    try:
-        module = _import_module(target)
-        return [module, *_submodules(module)]
-    except ImportError:
-        raise
-    except Exception as error:  # the user's module failed to run: say which and why
-        raise ImportError(f"{target} does not import: {type(error).__name__}: {error}") from error
-
-
-def _submodules(package: ModuleType) -> list[ModuleType]:
-    # A scaffolded project's kinds live in PACKAGE/api/VERSION/KIND.py, none imported by the
-    # package itself: `gen crd PACKAGE.api` finds them all, in a stable (sorted) order.
-    paths = getattr(package, "__path__", None)
-    if paths is None:
-        return []
-    prefix = package.__name__ + "."
-    names = sorted(info.name for info in pkgutil.walk_packages(paths, prefix))
-    return [importlib.import_module(name) for name in names]
-
-
-def _import_module(target: str) -> ModuleType:
-    if target.endswith(".py"):
-        path = Path(target)
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        if spec is None or spec.loader is None or not path.is_file():
-            raise ImportError(f"no such Python file: {target}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses and get_type_hints look the module up
-        spec.loader.exec_module(module)
-        return module
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    return importlib.import_module(target)
-
-
 def _crd(args: argparse.Namespace) -> int:
     from reconcile.gen.crd import CRDError, crd_file_name, crd_for, crd_yaml, find_kinds
 
     try:
-        modules = [module for target in args.modules for module in _import(target)]
+        modules = [module for target in args.modules for module in import_modules(target)]
         kinds = find_kinds(vars(module) for module in modules)
         if not kinds:
             raise CRDError(f"no reconcile.markers.Kind in {', '.join(args.modules)}")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TypeAlias
+
+from reconcile.gen.modules import import_module
 
 __all__ = ["add_rbac_parser"]
 
@@ -37,10 +38,8 @@ def _rbac(args: argparse.Namespace) -> int:
 
     from reconcile.rbac import permissions_of, role_manifests
 
-    if os.getcwd() not in sys.path:  # as `python -m`: ./mycontroller.py is importable
-        sys.path.insert(0, os.getcwd())
     try:
-        declared = [permissions_of(module) for module in args.modules]
+        declared = [permissions_of(import_module(module)) for module in args.modules]
         manifests = role_manifests(args.role_name, declared, namespace=args.namespace)
     except (ImportError, ValueError) as error:
         sys.stderr.write(f"gen rbac: {error}\n")

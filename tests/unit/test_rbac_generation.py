@@ -177,6 +177,15 @@ def test_gen_rbac_names_what_is_wrong(
     assert error in capsys.readouterr().err
 
 
+def test_gen_rbac_of_a_module_that_raises_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken_perms.py"
+    broken.write_text("raise RuntimeError('boom')\n")
+    assert main(["gen", "rbac", str(broken), "--role-name", "m"]) == 2
+    assert "does not import: RuntimeError: boom" in capsys.readouterr().err
+
+
 def test_permissions_of_a_module_object() -> None:
     found = types.ModuleType("m")
     found.PERMISSIONS = DECLARED  # type: ignore[attr-defined]

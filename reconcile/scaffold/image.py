@@ -44,6 +44,9 @@ EXCLUDED: Final = (
 USER: Final = "65532:65532"
 PYTHON: Final = "/usr/bin/python3.11"
 SITE: Final = "usr/lib/python3/dist-packages"
+STEP_TIMEOUT: Final = 1800.0
+"""Seconds one step (mmdebstrap, pip, umoci) may take: a mirror or index that stalls ends the
+build with an error instead of holding it forever (subprocess kills the step)."""
 CONSOLE_SCRIPT: Final = ("controllers.cli", "main")
 """The ``reconcile`` command (pyproject's ``[project.scripts]``): written into the image, never
 imported here."""
@@ -135,10 +138,17 @@ def build_image(spec: ImageSpec, store: Path = DEFAULT_STORE, mirror: str | None
 def _run(*command: str | Path, cwd: Path | None = None) -> None:
     try:
         done = subprocess.run(
-            [str(c) for c in command], cwd=cwd, capture_output=True, text=True, check=False
+            [str(c) for c in command],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=STEP_TIMEOUT,
         )
     except FileNotFoundError as error:
         raise ImageError(f"{command[0]} is not installed: {error}") from None
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"{command[0]} took more than {STEP_TIMEOUT:.0f} s; stopped") from None
     if done.returncode != 0:
         shown = " ".join(map(str, command))
         raise ImageError(f"{shown} failed ({done.returncode}):\n{done.stderr[-3000:]}")

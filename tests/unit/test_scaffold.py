@@ -159,3 +159,15 @@ def test_an_image_of_a_project_whose_reconcile_is_gone_is_an_error(tmp_path: Pat
     project.save(tmp_path)
     with pytest.raises(ScaffoldError, match="reconcile is gone from"):
         image_spec(tmp_path)
+
+
+def test_an_image_step_that_stalls_or_is_missing_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reconcile.scaffold import image
+
+    monkeypatch.setattr(image, "STEP_TIMEOUT", 0.2)
+    with pytest.raises(image.ImageError, match=r"sleep took more than 0 s; stopped"):
+        image._run("sleep", "5")
+    with pytest.raises(image.ImageError, match="no-such-tool-here is not installed"):
+        image._run("no-such-tool-here")

@@ -135,12 +135,18 @@ class Project:
         path = root / PROJECT_FILE
         if not path.is_file():
             raise ScaffoldError(f"no {PROJECT_FILE} file in {root}: run `reconcile init` first")
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        try:
+            data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as error:
+            raise ScaffoldError(f"{path} is not YAML: {error}") from None
         if not isinstance(data, dict) or data.get("layout") != LAYOUT:
             raise ScaffoldError(f"{path} is not a reconcile project (layout {LAYOUT})")
-        resources = [Resource(**r) for r in data.pop("resources", None) or []]
-        names = {"domain", "project_name", "package", "reconcile", "layout"}
-        return cls(**{k: v for k, v in data.items() if k in names}, resources=resources)
+        try:
+            resources = [Resource(**r) for r in data.pop("resources", None) or []]
+            names = {"domain", "project_name", "package", "reconcile", "layout"}
+            return cls(**{k: v for k, v in data.items() if k in names}, resources=resources)
+        except TypeError as error:  # a resource not a mapping, a field missing or unknown
+            raise ScaffoldError(f"{path}: {error}") from None
 
     def save(self, root: Path) -> None:
         """Write the ``PROJECT`` file into ``root``."""

@@ -171,3 +171,25 @@ def test_an_image_step_that_stalls_or_is_missing_is_an_error(
         image._run("sleep", "5")
     with pytest.raises(image.ImageError, match="no-such-tool-here is not installed"):
         image._run("no-such-tool-here")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("layout: [unclosed\n", "is not YAML"),
+        ("- a list\n", "is not a reconcile project"),
+        ("layout: reconcile.io/v1\ndomain: d\n", "missing"),
+        (
+            "layout: reconcile.io/v1\ndomain: d\nproject_name: p\npackage: p\nreconcile: r\n"
+            "resources: [{group: g}]\n",
+            "missing",
+        ),
+    ],
+    ids=["not YAML", "not a mapping", "a field missing", "a resource incomplete"],
+)
+def test_a_malformed_project_file_is_a_scaffold_error(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    (tmp_path / "PROJECT").write_text(text)
+    with pytest.raises(ScaffoldError, match=problem):
+        create_api(tmp_path, group="web", version="v1", kind="Site")

@@ -14,6 +14,13 @@ exception with its traceback; ``Result(requeue_after=s)`` forgets the backoff an
 in ``s`` seconds; anything else forgets the backoff. Retries and requeues keep the priority the
 key was queued with. One key is never reconciled by two workers at once.
 
+Multi-cluster (``reconcile.multicluster``): the manager tells a controller of each cluster it
+engages (``engage``) and disengages (``disengage``); the controller passes it on to its sources
+that watch engaged clusters, and on disengagement drops that cluster's requests from its queue,
+also those a reconcile in flight requeues afterwards (``reconcile_multicluster_dropped_requests``).
+A controller with such a source also counts its reconciles per cluster
+(``reconcile.metrics.ClusterMetrics``).
+
 Stopping (cancellation of ``run()``): no worker takes another key, however many are queued; the
 reconciles in flight get ``graceful_shutdown_timeout`` (cut short by the manager's grace period on
 a lost Lease or a second signal, see ``reconcile.grace``) and are then cancelled.
@@ -23,8 +30,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final, Protocol, TypeGuard
 
 import anyio
 import structlog
@@ -36,7 +44,7 @@ from reconcile.cache.cache import DEFAULT_CACHE_SYNC_TIMEOUT
 from reconcile.errors import ApiError
 from reconcile.finalizer import FinalizeError
 from reconcile.grace import bounded_grace
-from reconcile.metrics import ControllerMetrics, WorkQueueMetrics
+from reconcile.metrics import ClusterMetrics, ControllerMetrics, WorkQueueMetrics
 from reconcile.ratelimiter import RateLimiter
 from reconcile.reconciler import (
     ExpectedError,
@@ -49,6 +57,9 @@ from reconcile.reconciler import (
 )
 from reconcile.source import Source
 from reconcile.workqueue import LOW_PRIORITY, QueueShutDown, WorkQueue
+
+if TYPE_CHECKING:
+    from reconcile.cluster import Cluster
 
 __all__ = [
     "DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT",
@@ -149,6 +160,7 @@ class Controller:
         if self.options.max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
         registry = registry or CollectorRegistry()
+        self._registry = registry
         self.queue: WorkQueue[Request] = WorkQueue(
             rate_limiter=self.options.rate_limiter,
             metrics=WorkQueueMetrics.for_registry(registry).for_queue(name, name),
@@ -160,12 +172,58 @@ class Controller:
         self._warming = False
         self._repeats = _Repeats()
         self._synced = anyio.Event()
+        self._per_cluster: ClusterMetrics | None = None
+        self._disengaged: set[str] = set()
 
     def watch(self, source: Source) -> None:
-        """Add a source; after start it starts (and syncs) at once."""
+        """Add a source; after start it starts (and syncs) at once.
+
+        A source with ``engage`` and ``disengage`` (an ``EngagedSource``) hears of the clusters
+        the manager engages, and makes the controller count its reconciles per cluster.
+        """
         self._sources.append(source)
+        if _is_aware(source) and self._per_cluster is None:
+            self._per_cluster = ClusterMetrics.for_registry(self._registry)
         if self._group is not None:
             self._group.start_soon(self._start_late, source)
+
+    async def engage(self, name: str, cluster: Cluster) -> None:
+        """The manager engaged ``cluster`` (called ``name``): start the sources watching it.
+
+        Never waits for their sync; a source that fails to start there is logged.
+        """
+        self._disengaged.discard(name)
+        for source in list(self._sources):
+            if _is_aware(source):
+                try:
+                    await source.engage(name, cluster)
+                except Exception:
+                    log.exception("source failed to engage", controller=self.name, cluster=name)
+
+    async def disengage(self, name: str) -> None:
+        """The manager disengages cluster ``name``: stop its sources, drop its requests."""
+        self._disengaged.add(name)
+        for source in list(self._sources):
+            if _is_aware(source):
+                try:
+                    await source.disengage(name)
+                except Exception:
+                    log.exception("source failed to disengage", controller=self.name, cluster=name)
+        self._drop(lambda request: request.cluster == name, name)
+        if self._per_cluster is not None:
+            self._per_cluster.forget(self.name, name)
+
+    def _drop(self, matches: Callable[[Request], bool], cluster: str) -> None:
+        dropped = self.queue.remove(matches)
+        if dropped:
+            metrics = self._per_cluster or ClusterMetrics.for_registry(self._registry)
+            metrics.dropped_requests(self.name, cluster, dropped)
+            log.info(
+                "dropped requests of a disengaged cluster",
+                controller=self.name,
+                cluster=cluster,
+                dropped=dropped,
+            )
 
     def need_leader_election(self) -> bool:
         """Whether the manager runs the workers only on the leader (``ControllerOptions``)."""
@@ -286,13 +344,21 @@ class Controller:
         # bind + reset rather than bound_contextvars(), which also reads and restores every
         # bound variable: a third of the controller's own cost of a no-op reconcile (cProfile).
         tokens = bind_contextvars(**context)
+        outcome = None
         try:
-            await self._reconcile_and_handle(request)
+            outcome = await self._reconcile_and_handle(request)
         finally:
             reset_contextvars(**tokens)
-            self.metrics.worker_finished(time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            self.metrics.worker_finished(seconds)
+            if self._per_cluster is not None and outcome is not None:
+                self._per_cluster.reconciled(self.name, request.cluster, outcome, seconds)
+        if self._disengaged and request.cluster in self._disengaged:
+            # Its cluster went while it was in flight: what it requeued would only fail.
+            self._drop(request.__eq__, request.cluster)
 
-    async def _reconcile_and_handle(self, request: Request) -> None:
+    async def _reconcile_and_handle(self, request: Request) -> str:
+        """Reconcile and requeue as the outcome asks; returns the outcome's result label."""
         priority = self.queue.priority_of(request)
         try:
             result = await self._call(request)
@@ -301,6 +367,7 @@ class Controller:
             self._repeats.forget(request)
             self.metrics.result("error", terminal=True)
             log.error("reconcile failed terminally, not retrying", error=str(error))
+            return "error"
         except Exception as error:
             if _expected(error):
                 # Foreseen, or the apiserver's answer says it all (a Conflict is routine, so is
@@ -308,12 +375,12 @@ class Controller:
                 self.queue.add_rate_limited(request, priority=priority)
                 self.metrics.result("error")
                 self._log_expected(request, error)
-                return
+                return "error"
             self.queue.add_rate_limited(request, priority=priority)
             self.metrics.result("error", panic=isinstance(error, _PANICS))
             log.exception("reconcile failed, requeued with backoff")
-        else:
-            self._handle_result(request, result, priority)
+            return "error"
+        return self._handle_result(request, result, priority)
 
     def _log_expected(self, request: Request, error: Exception) -> None:
         reason = getattr(error, "reason", "") or type(error).__name__
@@ -330,11 +397,27 @@ class Controller:
         with anyio.fail_after(timeout):
             return await self.reconciler.reconcile(request)
 
-    def _handle_result(self, request: Request, result: Result | None, priority: int) -> None:
+    def _handle_result(self, request: Request, result: Result | None, priority: int) -> str:
         self.queue.forget(request)
         self._repeats.forget(request)
         if result is not None and result.requeue_after is not None and result.requeue_after > 0:
             self.queue.add_after(request, result.requeue_after, priority=priority)
             self.metrics.result("requeue_after")
-        else:
-            self.metrics.result("success")
+            return "requeue_after"
+        self.metrics.result("success")
+        return "success"
+
+
+class _Aware(Protocol):
+    """``reconcile.multicluster.Aware``, which sits above this layer."""
+
+    async def engage(self, name: str, cluster: Cluster) -> None: ...
+
+    async def disengage(self, name: str) -> None: ...
+
+
+def _is_aware(source: Source) -> TypeGuard[_Aware]:
+    """Whether ``source`` follows engaged clusters (``reconcile.multicluster.Aware``)."""
+    return callable(getattr(source, "engage", None)) and callable(
+        getattr(source, "disengage", None)
+    )

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import anyio
 import structlog
@@ -51,6 +51,8 @@ from reconcile.controller import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
 from reconcile.grace import GracePeriod, current_grace
 from reconcile.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from reconcile.metrics import register_cache_metrics
+from reconcile.multicluster.aware import Aware
+from reconcile.multicluster.provider import Provider
 from reconcile.record.recorder import EventBroadcaster, EventRecorder
 from reconcile.serving.certificate import DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, ServingCertificate
 
@@ -146,6 +148,71 @@ class _Entry:
     leader_only: bool
 
 
+_CLUSTER_STOP_TIMEOUT: Final = 10.0
+"""Seconds ``disengage`` waits for a cluster's cache and clients to stop."""
+
+
+@dataclass
+class _ClusterTask:
+    """The task running one cluster's cache: its scope (made before the task starts, so a
+    removal cannot miss it) and whether it ended."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    stopped: anyio.Event = field(default_factory=anyio.Event)
+
+
+@dataclass
+class _Engagement:
+    owner: object  # the provider that engaged it; None: Manager.engage called directly
+    config: ClusterConfig | None
+    client: Client | None
+
+    @property
+    def owner_name(self) -> str:
+        return "the manager's engage()" if self.owner is None else f"provider {self.owner!r}"
+
+    def same(self, config: ClusterConfig | None, client: Client | None) -> bool:
+        if client is not None or self.client is not None:
+            return client is self.client
+        return _same_config(self.config, config)
+
+
+def _same_config(old: ClusterConfig | None, new: ClusterConfig | None) -> bool:
+    """Whether two configs reach the same apiserver the same way (ClusterConfig has no __eq__)."""
+    if old is None or new is None:
+        return old is new
+    if old is new:
+        return True
+    mine, theirs = dict(vars(old)), dict(vars(new))
+    mine_credentials, their_credentials = mine.pop("credentials"), theirs.pop("credentials")
+    return mine == theirs and vars(mine_credentials) == vars(their_credentials)
+
+
+class _ProviderEngager:
+    """The Engager one provider gets: the manager's, with the provider as the owner."""
+
+    def __init__(self, manager: Manager, provider: Provider) -> None:
+        self._manager, self._provider = manager, provider
+
+    async def engage(
+        self, name: str, config: ClusterConfig | None = None, *, client: Client | None = None
+    ) -> None:
+        await self._manager._engage(name, config, client, self._provider)
+
+    async def disengage(self, name: str) -> None:
+        manager = self._manager
+        engagement = manager._engaged.get(name)
+        if engagement is not None and engagement.owner is not self._provider:
+            log.warning(
+                "a provider disengaging a cluster it did not engage: ignored",
+                cluster=name,
+                provider=repr(self._provider),
+                owner=engagement.owner_name,
+            )
+            return
+        await manager.disengage(name)
+
+
 def _in_cluster_namespace() -> str:
     path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
     try:
@@ -191,7 +258,11 @@ class Manager:
         self._others: TaskGroup | None = None
         self._leaders: TaskGroup | None = None
         self._elector: LeaderElector | None = None
-        self._cluster_scopes: dict[str, anyio.CancelScope] = {}
+        self._cluster_tasks: dict[str, _ClusterTask] = {}
+        self._providers: list[Provider] = []
+        self._providers_started = False
+        self._engaged: dict[str, _Engagement] = {}
+        self._engaging = anyio.Lock()
         self._leading = not self.options.leader_election
         self._leader_gauge = Gauge(
             "leader_election_master_status",
@@ -298,30 +369,39 @@ class Manager:
             raise ValueError(f"cluster {name!r} exists already")
         cluster = self._new_cluster(name, config, client)
         self.clusters[name] = cluster
+        task = self._cluster_tasks[name] = _ClusterTask()
         if self._cluster_group is not None:
-            self._cluster_group.start_soon(self._run_cluster, cluster, name=f"cluster {name}")
+            self._cluster_group.start_soon(self._run_cluster, cluster, task, name=f"cluster {name}")
         return cluster
 
     def remove_cluster(self, name: str) -> Cluster | None:
         """Stop and forget a named cluster (its cache and clients); returns it, None if unknown.
 
         Sources that controllers opened on it stop delivering; requests for it fail until a
-        cluster of that name is added again.
+        cluster of that name is added again. For an engaged cluster use ``disengage``, which
+        also stops the controllers' sources there and drops its queued requests.
         """
         if name == "":
             raise ValueError("the manager's own cluster cannot be removed")
         cluster = self.clusters.pop(name, None)
-        scope = self._cluster_scopes.pop(name, None)
-        if scope is not None:
-            scope.cancel()
+        task = self._cluster_tasks.pop(name, None)
+        if task is not None:
+            # Also before the task began: it enters the cancelled scope and ends at once.
+            task.scope.cancel()
         return cluster
 
     async def _run_cluster(
-        self, cluster: Cluster, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self,
+        cluster: Cluster,
+        task: _ClusterTask,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        with anyio.CancelScope() as scope:
-            self._cluster_scopes[cluster.name] = scope
-            await cluster.run(task_status=task_status)
+        try:
+            with task.scope:
+                await cluster.run(task_status=task_status)
+        finally:
+            task.stopped.set()
 
     def get_cluster(self, name: str = "") -> Cluster:
         """The cluster called ``name`` ("" is the manager's own).
@@ -391,8 +471,128 @@ class Manager:
         self._readyz[name] = check
 
     async def _caches_synced(self) -> str | None:
-        pending = [name or "(own)" for name, c in self.clusters.items() if not c.has_synced()]
+        # Engaged clusters come and go and may be out of reach: not this process's readiness.
+        pending = [
+            name or "(own)"
+            for name, c in self.clusters.items()
+            if name not in self._engaged and not c.has_synced()
+        ]
         return f"caches not synced: {', '.join(pending)}" if pending else None
+
+    # --- multi-cluster (reconcile.multicluster) ----------------------------------------------
+
+    def add_provider(self, provider: Provider) -> None:
+        """Run ``provider`` with the manager, on every replica, once its own caches synced.
+
+        Several providers may run; each engages clusters of its own (a name engaged by one is
+        refused to the others). Before start, the manager waits for each provider to report
+        started (its initial clusters engaged) before starting the controllers; after start it
+        starts at once. A provider that raises stops the manager, as any runnable.
+        """
+        self._providers.append(provider)
+        if self._providers_started and self._cluster_group is not None:
+            self._cluster_group.start_soon(self._run_provider, provider, name=f"{provider!r}")
+
+    async def _start_providers(self, group: TaskGroup) -> None:
+        self._providers_started = True
+        for provider in list(self._providers):
+            await group.start(self._run_provider, provider, name=f"{provider!r}")
+
+    async def _run_provider(
+        self, provider: Provider, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        _needs_leader.set(False)  # clusters are engaged on every replica, as caches run there
+        await provider.run(_ProviderEngager(self, provider), task_status=task_status)
+
+    def engaged(self) -> dict[str, Cluster]:
+        """The engaged clusters by name (a copy)."""
+        return {name: self.clusters[name] for name in self._engaged if name in self.clusters}
+
+    async def engage(
+        self, name: str, config: ClusterConfig | None = None, *, client: Client | None = None
+    ) -> None:
+        """Engage the cluster ``name`` (``reconcile.multicluster.Engager``): give it a client
+        and cache (``get_cluster(name)``), start the cache if the manager runs, and have every
+        multi-cluster controller start its sources there, without waiting for their sync.
+
+        Engaging a name again with an equal config (or the same client) does nothing; with
+        another, the cluster is disengaged and engaged anew. Through ``add_provider``, a
+        provider may engage only names no other provider engaged.
+
+        Raises:
+            ValueError: an empty name, neither config nor client, a name added with
+                ``add_cluster``, or one another provider engaged.
+        """
+        await self._engage(name, config, client, None)
+
+    async def disengage(self, name: str) -> None:
+        """Disengage the cluster ``name``: stop every controller's sources in it, drop its
+        queued requests from their queues, stop its cache and close its clients, and wait
+        (bounded) until its tasks ended. Unknown names are ignored."""
+        async with self._engaging:
+            if name in self._engaged:
+                await self._disengage_now(name)
+
+    async def _engage(
+        self, name: str, config: ClusterConfig | None, client: Client | None, owner: object
+    ) -> None:
+        if not name:
+            raise ValueError('cannot engage a cluster named "": that is the manager\'s own')
+        if config is None and client is None:
+            raise ValueError(f"cannot engage cluster {name!r}: pass a config or a client")
+        async with self._engaging:
+            engagement = self._engaged.get(name)
+            if engagement is None and name in self.clusters:
+                raise self._refused(name, "it was added with add_cluster()")
+            if engagement is not None:
+                if engagement.owner is not owner:
+                    raise self._refused(name, f"{engagement.owner_name} engaged it")
+                if engagement.same(config, client):
+                    return
+                log.info("cluster engaged with another config, replacing it", cluster=name)
+                await self._disengage_now(name)
+            cluster = self._new_cluster(name, config, client)
+            self.clusters[name] = cluster
+            task = self._cluster_tasks[name] = _ClusterTask()
+            self._engaged[name] = _Engagement(owner, config, client)
+            if self._cluster_group is not None:  # else it starts with the manager
+                await self._cluster_group.start(
+                    self._run_cluster, cluster, task, name=f"cluster {name}"
+                )
+            for aware in self._aware():
+                try:
+                    await aware.engage(name, cluster)
+                except Exception:
+                    log.exception("failed to engage a cluster", runnable=repr(aware), cluster=name)
+            log.info("cluster engaged", cluster=name)
+
+    def _refused(self, name: str, why: str) -> ValueError:
+        log.error("cluster not engaged", cluster=name, reason=why)
+        return ValueError(f"cannot engage cluster {name!r}: {why}")
+
+    async def _disengage_now(self, name: str) -> None:
+        self._engaged.pop(name, None)
+        for aware in self._aware():
+            try:
+                await aware.disengage(name)
+            except Exception:
+                log.exception("failed to disengage a cluster", runnable=repr(aware), cluster=name)
+        task = self._cluster_tasks.get(name)
+        self.remove_cluster(name)
+        if task is not None and self._cluster_group is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLUSTER_STOP_TIMEOUT):
+                await task.stopped.wait()
+        log.info("cluster disengaged", cluster=name)
+
+    def _aware(self) -> list[Aware]:
+        found = []
+        for entry in list(self._entries):
+            runnable = entry.runnable
+            if callable(getattr(runnable, "engage", None)) and callable(
+                getattr(runnable, "disengage", None)
+            ):
+                found.append(cast(Aware, runnable))
+        return found
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -426,11 +626,14 @@ class Manager:
             await self._start_servers(await _group(stack))
             self._cluster_group = await _group(stack)
             stack.callback(setattr, self, "_cluster_group", None)
-            for name, cluster in self.clusters.items():
+            stack.callback(setattr, self, "_providers_started", False)
+            for name, cluster in list(self.clusters.items()):
+                task = self._cluster_tasks.setdefault(name, _ClusterTask())
                 await self._cluster_group.start(
-                    self._run_cluster, cluster, name=f"cluster {name or '(own)'}"
+                    self._run_cluster, cluster, task, name=f"cluster {name or '(own)'}"
                 )
             await self._wait_for_caches()
+            await self._start_providers(self._cluster_group)
             stack.push_async_callback(self._release_lease)
             others = await _group(stack)
             await others.start(self._run_events)
@@ -452,9 +655,13 @@ class Manager:
         await self.events.run(task_status=task_status)
 
     async def _wait_for_caches(self) -> None:
-        """controller-runtime's caches group: synced before any other runnable starts."""
-        for cluster in list(self.clusters.values()):
-            await cluster.wait_for_cache_sync()
+        """controller-runtime's caches group: synced before any other runnable starts.
+
+        Not the engaged clusters': one out of reach must not hold up the manager.
+        """
+        for name, cluster in list(self.clusters.items()):
+            if name not in self._engaged:
+                await cluster.wait_for_cache_sync()
 
     def _start_other(self, entry: _Entry, group: TaskGroup) -> None:
         warmup = getattr(entry.runnable, "warmup", None)

@@ -3,7 +3,9 @@
 Nothing is registered on prometheus_client's global default registry unless the caller passes it:
 the manager owns one registry and hands it to each part that reports.
 
-Controllers report the ``controller_runtime_*`` families through ``ControllerMetrics``.
+Controllers report the ``controller_runtime_*`` families through ``ControllerMetrics``; those
+of multi-cluster controllers also report per cluster through ``ClusterMetrics``
+(``reconcile_multicluster_*``, label ``cluster``), so the families above keep their label sets.
 
 Work queues report the ``workqueue_*`` families with the labels ``name`` and ``controller``, like
 client-go's and controller-runtime's. ``WorkQueueMetrics(registry)`` registers them once per
@@ -18,6 +20,7 @@ The histograms' buckets are ``DURATION_BUCKETS``, 10 ns to 1000 s by factors of 
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
 from bisect import bisect_left
@@ -36,6 +39,10 @@ from prometheus_client.registry import Collector, CollectorRegistry
 __all__ = [
     "CACHE_LIST_SCANS",
     "CACHE_OBJECTS",
+    "MULTICLUSTER_DROPPED",
+    "MULTICLUSTER_RECONCILE",
+    "MULTICLUSTER_RECONCILE_TIME",
+    "ClusterMetrics",
     "DURATION_BUCKETS",
     "RECONCILE_TIME_BUCKETS",
     "ControllerMetrics",
@@ -402,6 +409,74 @@ class ControllerRecorder:
             families.terminal.labels(self._name).inc()
         if panic:
             families.panics.labels(self._name).inc()
+
+
+MULTICLUSTER_RECONCILE: Final = "reconcile_multicluster_reconcile"
+"""Counter family (``_total``, labels ``controller``, ``cluster``, ``result``): reconciles of a
+multi-cluster controller per cluster of the request ("" is the manager's own); ``result`` as
+``controller_runtime_reconcile_total``'s."""
+MULTICLUSTER_RECONCILE_TIME: Final = "reconcile_multicluster_reconcile_time_seconds"
+"""Histogram family (labels ``controller``, ``cluster``): reconcile durations per cluster,
+``RECONCILE_TIME_BUCKETS``."""
+MULTICLUSTER_DROPPED: Final = "reconcile_multicluster_dropped_requests"
+"""Counter family (``_total``, labels ``controller``, ``cluster``): requests of a disengaged
+cluster dropped from a controller's queue (queued, delayed, or requeued by a reconcile still in
+flight when it went)."""
+
+
+class ClusterMetrics:
+    """The ``reconcile_multicluster_*`` families of one registry (see the names above)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.total = Counter(
+            MULTICLUSTER_RECONCILE,
+            "Reconciliations of a multi-cluster controller per cluster",
+            ["controller", "cluster", "result"],
+            registry=registry,
+        )
+        self.time = Histogram(
+            MULTICLUSTER_RECONCILE_TIME,
+            "Length of time per reconciliation of a multi-cluster controller per cluster",
+            ["controller", "cluster"],
+            buckets=RECONCILE_TIME_BUCKETS,
+            registry=registry,
+        )
+        self.dropped = Counter(
+            MULTICLUSTER_DROPPED,
+            "Requests of a disengaged cluster dropped from a controller's work queue",
+            ["controller", "cluster"],
+            registry=registry,
+        )
+
+    @classmethod
+    def for_registry(cls, registry: CollectorRegistry) -> ClusterMetrics:
+        """The families on ``registry``, registered on first use."""
+        found = _CLUSTER_METRICS.get(registry)
+        if found is None:
+            found = _CLUSTER_METRICS[registry] = cls(registry)
+        return found
+
+    def reconciled(self, controller: str, cluster: str, result: str, seconds: float) -> None:
+        """Count one reconcile of ``cluster``'s request and its duration."""
+        self.total.labels(controller, cluster, result).inc()
+        self.time.labels(controller, cluster).observe(seconds)
+
+    def dropped_requests(self, controller: str, cluster: str, count: int) -> None:
+        """Count ``count`` requests of ``cluster`` dropped by ``controller``."""
+        self.dropped.labels(controller, cluster).inc(count)
+
+    def forget(self, controller: str, cluster: str) -> None:
+        """Drop the reconcile series of a cluster gone for good (the dropped count stays)."""
+        for result in ("success", "error", "requeue", "requeue_after"):
+            with contextlib.suppress(KeyError):
+                self.total.remove(controller, cluster, result)
+        with contextlib.suppress(KeyError):
+            self.time.remove(controller, cluster)
+
+
+_CLUSTER_METRICS: weakref.WeakKeyDictionary[CollectorRegistry, ClusterMetrics] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 CACHE_LIST_SCANS: Final = "reconcile_cache_list_scans"

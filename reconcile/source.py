@@ -132,7 +132,7 @@ class Kind:
     cluster: str = ""
     metadata_only: bool = False
     _informers: list[SharedInformer] = field(default_factory=list, init=False, repr=False)
-    _registration: HandlerRegistration | None = field(default=None, init=False, repr=False)
+    _registrations: list[HandlerRegistration] = field(default_factory=list, init=False, repr=False)
 
     async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
         """Register on the kind's shared informers in its configured scope (one per cached
@@ -140,8 +140,15 @@ class Kind:
         self._informers = self.cache.get_informers(self.gvk, metadata_only=self.metadata_only)
         dispatch = _Dispatch(self.handler, self.predicates, queue).start(task_group)
         adapter = _InformerAdapter(dispatch, self.cluster)
-        for informer in self._informers:
-            self._registration = informer.add_event_handler(adapter)
+        self._registrations = [informer.add_event_handler(adapter) for informer in self._informers]
+
+    def stop(self) -> None:
+        """Unregister from the informers: no further event reaches the queue (they keep running
+        for the cache's other users)."""
+        registrations, self._registrations = self._registrations, []
+        for registration in registrations:
+            with contextlib.suppress(ValueError):  # removed already
+                registration.informer.remove_event_handler(registration)
 
     async def wait_for_sync(self, timeout: float) -> None:
         """Wait for the informer's initial list to reach this source's handler.
@@ -150,7 +157,7 @@ class Kind:
             CacheSyncError: the informer cannot sync (403, unknown kind) or ``timeout`` passed.
             RuntimeError: start() was not called.
         """
-        if not self._informers or self._registration is None:
+        if not self._informers or not self._registrations:
             raise RuntimeError(f"source for {self.gvk} was not started")
         deadline = anyio.current_time() + timeout  # one deadline for all, as for one informer
         for informer in self._informers:

@@ -32,7 +32,7 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Final, Generic, Self, TypeVar
@@ -314,6 +314,41 @@ class WorkQueue(Generic[T]):
     def num_requeues(self, item: T) -> int:
         """How often ``item`` was rate-limited since it was last forgotten."""
         return self._rate_limiter.num_requeues(item)
+
+    def remove(self, matches: Callable[[T], bool]) -> int:
+        """Drop the queued, parked and delayed keys that ``matches``; returns how many.
+
+        Keys a worker is processing stay (their worker calls ``done``); the rate limiter forgets
+        the dropped ones. For a cluster that went away: its keys would only fail
+        (sigs.k8s.io/multicluster-runtime stops the cluster's sources; we also drop its keys).
+        """
+        queued = [item for item in self._queued if matches(item)]
+        parked = [item for item in self._parked if matches(item)]
+        waiting = [item for item in self._waiting if matches(item)]
+        for item in queued:
+            del self._queued[item]
+            self._on_drop(item)
+        if queued:
+            self._drop_entries(set(queued))
+        for item in parked:
+            del self._parked[item]
+            self._on_drop(item)
+        for item in waiting:
+            del self._waiting[item]  # its heap entry is now superseded: skipped when due
+        for item in (*queued, *parked, *waiting):
+            self._rate_limiter.forget(item)
+        if self._drained is not None and self._idle():
+            self._drained.set()
+        return len(queued) + len(parked) + len(waiting)
+
+    def _drop_entries(self, gone: set[T]) -> None:
+        for _, bucket in self._ordered:
+            kept = [item for item in bucket if item not in gone]
+            bucket.clear()  # in place: _default must stay the same deque
+            bucket.extend(kept)
+        if self._stale:
+            self._stale = {key: n for key, n in self._stale.items() if key[1] not in gone}
+        self._prune()
 
     def shutdown(self, *, discard: bool = False) -> None:
         """Stop accepting keys and drop the delayed ones; workers still get the queued keys.

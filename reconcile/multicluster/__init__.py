@@ -1,9 +1,25 @@
 """Multi-cluster controllers: providers engage clusters at run time, controllers watch them all.
 
-See ``reconcile.multicluster.provider`` for the protocols; a request's ``cluster`` names where
-its object lives ("" is the manager's own cluster).
+sigs.k8s.io/multicluster-runtime in Python. A ``Provider`` (``provider``) engages and disengages
+clusters in the manager (``Manager.add_provider``; the manager is the ``Engager``); each engaged
+cluster gets its own client and cache (``manager.get_cluster(name)``). A controller built with
+``cluster=ENGAGED`` (or an ``Engaged`` selector) watches its kinds in every engaged cluster through
+an ``EngagedSource``; its Requests carry ``cluster``, the name of the cluster their object lives
+in ("" is the manager's own). Anything ``Aware`` the manager runs hears of each engagement.
 """
 
+from reconcile.multicluster.aware import Aware
+from reconcile.multicluster.engaged import ENGAGED, Engaged
 from reconcile.multicluster.provider import Engager, Provider
+from reconcile.multicluster.source import EngagedSource, SourceFactory, in_cluster
 
-__all__ = ["Engager", "Provider"]
+__all__ = [
+    "ENGAGED",
+    "Aware",
+    "Engaged",
+    "EngagedSource",
+    "Engager",
+    "Provider",
+    "SourceFactory",
+    "in_cluster",
+]

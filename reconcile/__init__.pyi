@@ -4,6 +4,7 @@ from reconcile import markers as markers
 from reconcile import predicate as predicate
 from reconcile.builder import Builder as Builder
 from reconcile.builder import BuilderError as BuilderError
+from reconcile.builder import ClusterChoice as ClusterChoice
 from reconcile.builder import controller_managed_by as controller_managed_by
 from reconcile.cache.cache import DEFAULT_CACHE_SYNC_TIMEOUT as DEFAULT_CACHE_SYNC_TIMEOUT
 from reconcile.cache.cache import Cache as Cache
@@ -145,11 +146,18 @@ from reconcile.manager import NotLeader as NotLeader
 from reconcile.manager import Runnable as Runnable
 from reconcile.metrics import DURATION_BUCKETS as DURATION_BUCKETS
 from reconcile.metrics import RECONCILE_TIME_BUCKETS as RECONCILE_TIME_BUCKETS
+from reconcile.metrics import ClusterMetrics as ClusterMetrics
 from reconcile.metrics import ControllerMetrics as ControllerMetrics
 from reconcile.metrics import ControllerRecorder as ControllerRecorder
 from reconcile.metrics import NoopQueueMetrics as NoopQueueMetrics
 from reconcile.metrics import QueueMetrics as QueueMetrics
 from reconcile.metrics import WorkQueueMetrics as WorkQueueMetrics
+from reconcile.multicluster import ENGAGED as ENGAGED
+from reconcile.multicluster import Aware as Aware
+from reconcile.multicluster import Engaged as Engaged
+from reconcile.multicluster import EngagedSource as EngagedSource
+from reconcile.multicluster import Engager as Engager
+from reconcile.multicluster import Provider as Provider
 from reconcile.objects import CONDITION_MESSAGE_LIMIT as CONDITION_MESSAGE_LIMIT
 from reconcile.objects import METADATA_API_VERSION as METADATA_API_VERSION
 from reconcile.objects import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA

@@ -142,8 +142,12 @@ class EngagedSource:
         if self._group is None or name in self._running or not self.selector.selects(name):
             return
         running = _Running(self._make(name, cluster))
+        try:
+            self._group.start_soon(self._run, name, running, name=f"{self} in {name or '(own)'}")
+        except RuntimeError:  # the controller stopped: its task group is closed
+            self._group = None
+            return
         self._running[name] = running
-        self._group.start_soon(self._run, name, running, name=f"{self} in {name or '(own)'}")
 
     async def _run(self, name: str, running: _Running) -> None:
         try:

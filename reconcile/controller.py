@@ -351,7 +351,11 @@ class Controller:
             reset_contextvars(**tokens)
             seconds = time.perf_counter() - started
             self.metrics.worker_finished(seconds)
-            if self._per_cluster is not None and outcome is not None:
+            if (
+                self._per_cluster is not None
+                and outcome is not None
+                and request.cluster not in self._disengaged  # its series are gone: keep them so
+            ):
                 self._per_cluster.reconciled(self.name, request.cluster, outcome, seconds)
         if self._disengaged and request.cluster in self._disengaged:
             # Its cluster went while it was in flight: what it requeued would only fail.

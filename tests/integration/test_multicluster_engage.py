@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from anyio.abc import TaskStatus
 from prometheus_client import CollectorRegistry
@@ -104,6 +105,7 @@ async def test_a_member_engaged_at_run_time_is_reconciled_within_one_sync(
     await _create(member2, namespace, "late")
     provider = PlaneProvider(member1)
     manager.add_provider(provider)
+    manager.add_provider(SilentProvider())  # a member that accepts connections, never answers
     seen: set[Request] = set()
 
     async def reconcile(request: Request) -> None:
@@ -111,17 +113,45 @@ async def test_a_member_engaged_at_run_time_is_reconciled_within_one_sync(
 
     builder = controller_managed_by(manager).named(f"runtime-{namespace}")
     builder.for_(CONFIGMAP, _in(namespace), cluster=ENGAGED).complete(reconcile)
-    async with running(manager):
-        await _until(lambda: Request("early", namespace, "member1") in seen, SYNC)
-        assert not any(request.cluster == "member2" for request in seen)
-        engaged_at = time.monotonic()
-        with anyio.fail_after(5):  # engaging waits for no sync
-            await provider.engage(member2)
-        await _until(lambda: Request("late", namespace, "member2") in seen, SYNC)
-        took = time.monotonic() - engaged_at
-        client = manager.get_cluster("member2").client
-        assert (await client.get(CONFIGMAP, "late", namespace=namespace))["metadata"]["name"]
+    with anyio.fail_after(SYNC):  # the silent member holds up neither the start nor member1
+        async with running(manager):
+            await _until(lambda: Request("early", namespace, "member1") in seen, SYNC)
+            assert "silent" in manager.engaged()
+            assert not any(request.cluster == "member2" for request in seen)
+            engaged_at = time.monotonic()
+            with anyio.fail_after(5):  # engaging waits for no sync
+                await provider.engage(member2)
+            await _until(lambda: Request("late", namespace, "member2") in seen, SYNC)
+            took = time.monotonic() - engaged_at
+            client = manager.get_cluster("member2").client
+            assert await client.get(CONFIGMAP, "late", namespace=namespace)
+            stopping = time.monotonic()
     assert took < SYNC
+    assert time.monotonic() - stopping < 10, "the silent member held up the stop"
+    assert {request.cluster for request in seen} == {"member1", "member2"}
+
+
+class SilentProvider:
+    """Engages ``silent``: a TCP listener that accepts connections and never answers, as a
+    member behind a dead proxy; it stops listening when the manager cancels the provider."""
+
+    async def run(
+        self, engager: Engager, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        held: list[anyio.abc.SocketStream] = []
+
+        async def hold(stream: anyio.abc.SocketStream) -> None:
+            held.append(stream)
+            await anyio.sleep_forever()
+
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        async with listener, anyio.create_task_group() as group:
+            port = listener.extra(anyio.abc.SocketAttribute.local_port)
+            group.start_soon(listener.serve, hold)
+            config = ClusterConfig(f"https://127.0.0.1:{port}", source="a silent member")
+            await engager.engage("silent", config)
+            task_status.started()
+            await anyio.sleep_forever()
 
 
 async def test_a_stopped_member_backs_off_the_other_keeps_its_rate_and_it_rejoins(

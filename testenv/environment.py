@@ -13,7 +13,7 @@ import atexit
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -77,6 +77,7 @@ class Environment:
         self.clusters: dict[str, ControlPlane] = {}
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+        self._member_listeners: list[Callable[[ControlPlane], None]] = []
 
     @property
     def host(self) -> ControlPlane:
@@ -135,7 +136,24 @@ class Environment:
             raise ValueError(f"cluster {name!r} already exists")
         await self._start_clusters([name])
         self.member_names.append(name)
-        return self.clusters[name]
+        plane = self.clusters[name]
+        for listener in list(self._member_listeners):
+            listener(plane)
+        return plane
+
+    def on_member_added(self, listener: Callable[[ControlPlane], None]) -> Callable[[], None]:
+        """Call ``listener`` with each member ``add_member`` starts from now on (once started).
+
+        It is called in ``add_member``'s task and must not block. Returns a function that
+        removes it again.
+        """
+        self._member_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._member_listeners:
+                self._member_listeners.remove(listener)
+
+        return remove
 
     async def _start_clusters(self, names: list[str]) -> None:
         planes = [self._new_control_plane(name) for name in names]

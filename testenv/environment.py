@@ -77,7 +77,7 @@ class Environment:
         self.clusters: dict[str, ControlPlane] = {}
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
-        self._member_listeners: list[Callable[[ControlPlane], None]] = []
+        self._member_listeners: list[Callable[[], None]] = []
 
     @property
     def host(self) -> ControlPlane:
@@ -136,15 +136,29 @@ class Environment:
             raise ValueError(f"cluster {name!r} already exists")
         await self._start_clusters([name])
         self.member_names.append(name)
-        plane = self.clusters[name]
-        for listener in list(self._member_listeners):
-            listener(plane)
-        return plane
+        self._members_changed()
+        return self.clusters[name]
 
-    def on_member_added(self, listener: Callable[[ControlPlane], None]) -> Callable[[], None]:
-        """Call ``listener`` with each member ``add_member`` starts from now on (once started).
+    async def remove_member(self, name: str) -> None:
+        """Stop the member ``name``, forget it and remove its directory.
 
-        It is called in ``add_member``'s task and must not block. Returns a function that
+        Its objects stay in etcd under its prefix: a member added again under the name finds them.
+
+        Raises:
+            KeyError: no such member.
+        """
+        if name == HOST or name not in self.clusters:
+            raise KeyError(f"no member {name!r}")
+        plane = self.clusters.pop(name)
+        self.member_names.remove(name)
+        self._members_changed()
+        await plane.stop()
+        shutil.rmtree(plane.directory, ignore_errors=True)
+
+    def on_members_changed(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` after each ``add_member`` (once started) and ``remove_member``.
+
+        It is called in that method's task and must not block. Returns a function that
         removes it again.
         """
         self._member_listeners.append(listener)
@@ -154,6 +168,10 @@ class Environment:
                 self._member_listeners.remove(listener)
 
         return remove
+
+    def _members_changed(self) -> None:
+        for listener in list(self._member_listeners):
+            listener()
 
     async def _start_clusters(self, names: list[str]) -> None:
         planes = [self._new_control_plane(name) for name in names]

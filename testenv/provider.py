@@ -3,11 +3,11 @@
 It is a ``reconcile.multicluster.Provider``: each member control plane is engaged under its own
 name with its admin ``ClusterConfig`` (the one ``testenv.manager_for`` uses), the host only if
 asked (a manager usually runs on it already). A member started later with ``env.add_member`` is
-engaged as soon as it is up (``Environment.on_member_added`` wakes the provider; it also looks
-every ``interval`` seconds, which catches what a hook cannot, such as an environment stopped).
-A member the environment no longer holds is disengaged. A member whose apiserver was only
-stopped (``ControlPlane.stop_apiserver``) stays engaged: that is the unreachable member the
-multi-cluster machinery must ride out.
+engaged as soon as it is up, one removed with ``env.remove_member`` disengaged
+(``Environment.on_members_changed`` wakes the provider; it also looks every ``interval``
+seconds, which catches what a hook cannot: a change made from another thread, an environment
+stopped). A member whose apiserver was only stopped (``ControlPlane.stop_apiserver``) stays
+engaged: that is the unreachable member the multi-cluster machinery must ride out.
 """
 
 from __future__ import annotations
@@ -52,10 +52,10 @@ class EnvironmentProvider:
     async def run(
         self, engager: Engager, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Engage the members started now, report started, then follow ``add_member``."""
+        """Engage the members started now, report started, then follow added and removed ones."""
         self._wake = anyio.Event()
         self._thread = threading.get_ident()
-        remove = self.env.on_member_added(self._member_added)
+        remove = self.env.on_members_changed(self._members_changed)
         try:
             await self._sync(engager)
             task_status.started()
@@ -67,7 +67,7 @@ class EnvironmentProvider:
         finally:
             remove()
 
-    def _member_added(self, plane: ControlPlane) -> None:
+    def _members_changed(self) -> None:
         # An Event belongs to its event loop: from another thread, the next look catches it.
         if self._wake is not None and threading.get_ident() == self._thread:
             self._wake.set()

@@ -15,53 +15,15 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
-from reconcile import GVK, Client, ClusterConfig
+from reconcile import GVK
 from reconcile.multicluster import Engager, KubeconfigProvider, Provider, SecretProvider
 from reconcile.multicluster.secrets import CLUSTER_API_LABEL
 from testenv import FakeClient, FakeClusters, eventually
+from tests.builders import RecordingEngager
 
 asyncio_test = pytest.mark.asyncio(loop_scope="session")
 
 NAMESPACE = "clusters"
-
-
-class RecordingEngager:
-    """An Engager that records each call and what it was given; refuses the names in ``refuse``."""
-
-    def __init__(self, refuse: tuple[str, ...] = ()) -> None:
-        self.calls: list[tuple[str, str]] = []
-        self.configs: dict[str, ClusterConfig] = {}
-        self.clients: dict[str, Client] = {}
-        self.refuse = refuse
-
-    async def engage(
-        self, name: str, config: ClusterConfig | None = None, *, client: Client | None = None
-    ) -> None:
-        if name in self.refuse:
-            raise ValueError(f"cluster {name!r} is engaged by another provider")
-        self.calls.append(("engage", name))
-        self.configs.pop(name, None)
-        self.clients.pop(name, None)
-        if config is not None:
-            self.configs[name] = config
-        if client is not None:
-            self.clients[name] = client
-
-    async def disengage(self, name: str) -> None:
-        self.calls.append(("disengage", name))
-        self.configs.pop(name, None)
-        self.clients.pop(name, None)
-
-    @property
-    def engaged(self) -> set[str]:
-        return set(self.configs) | set(self.clients)
-
-    def hosts(self) -> dict[str, str]:
-        return {name: config.host for name, config in self.configs.items()}
-
-    def take(self) -> list[tuple[str, str]]:
-        calls, self.calls = self.calls, []
-        return calls
 
 
 def kubeconfig(

@@ -86,12 +86,12 @@ class EnvironmentProvider:
         for name, plane in planes.items():
             if self._engaged.get(name) is plane:
                 continue
-            config = await ClusterConfig.from_kubeconfig(
-                plane.kubeconfig, temp_dir=plane.directory / "client"
-            )
             try:
+                config = await ClusterConfig.from_kubeconfig(
+                    plane.kubeconfig, temp_dir=plane.directory / "client"
+                )
                 await engager.engage(name, config)
-            except Exception as error:  # the engager refused this one: the others go on
+            except Exception as error:  # a member stopping meanwhile, a refusal: others go on
                 log.warning("engaging member failed", cluster=name, error=error)
                 continue
             self._engaged[name] = plane

@@ -1,12 +1,13 @@
 """Providers against real apiservers: SecretProvider watching kubeconfig Secrets on the host and
-engaging a member that answers through the engaged config; EnvironmentProvider following members
-added and removed at run time."""
+engaging a member that answers through the engaged config; KubeconfigProvider over a folder of
+the members' kubeconfigs; EnvironmentProvider following members added and removed at run time."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from reconcile import GVK, Client, ClusterConfig
-from reconcile.multicluster import Provider, SecretProvider
+from reconcile.multicluster import KubeconfigProvider, Provider, SecretProvider
 from reconcile.multicluster.secrets import CLUSTER_API_LABEL
 from testenv import ControlPlane, Environment, EnvironmentProvider, eventually
 from tests.builders import RecordingEngager
@@ -100,3 +101,16 @@ async def test_the_environment_provider_follows_members(multicluster: Environmen
         finally:
             await multicluster.remove_member("provided")
         await engaged(engager, *before)
+
+
+async def test_a_folder_of_member_kubeconfigs_engages_each_member(
+    multicluster: Environment, tmp_path: Path
+) -> None:
+    members = {name: multicluster.members[name] for name in ("member1", "member2")}
+    for name, plane in members.items():
+        (tmp_path / f"{name}.yaml").write_bytes(plane.kubeconfig.read_bytes())
+    engager = RecordingEngager()
+    async with running(KubeconfigProvider(tmp_path, temp_dir=tmp_path / "keys"), engager):
+        assert engager.engaged == set(members)
+        for name, plane in members.items():
+            await answers_as(engager.configs[name], plane)

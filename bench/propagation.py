@@ -52,7 +52,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,12 +309,12 @@ class ControllerManager:
 
 @asynccontextmanager
 async def controller_manager(
-    kubeconfig: Path, metrics: str, log_level: str
+    kubeconfig: Path, metrics: str, log_level: str, extra: Sequence[str] = ()
 ) -> AsyncIterator[ControllerManager]:
     """Run ``reconcile controller-manager`` against the host until the block ends (SIGTERM)."""
     argv = [sys.executable, "-m", "controllers.cli", "controller-manager"]
     argv += ["--kubeconfig", str(kubeconfig), "--metrics-bind-address", metrics]
-    argv += ["--health-probe-bind-address", "0", "--log-level", log_level]
+    argv += ["--health-probe-bind-address", "0", "--log-level", log_level, *extra]
     process = await anyio.open_process(argv, cwd=ROOT, stdout=None, stderr=None)
     async with process:
         try:
@@ -337,6 +337,7 @@ _COUNTED: Final = {
     "workqueue_work_duration_seconds_sum": "work ms",
     "workqueue_queue_duration_seconds_sum": "queued ms",
     "workqueue_depth": "depth",
+    "reconcile_events_total": "outcome",
 }
 _TIMES: Final = ("work ms", "queued ms")
 _NOT_RECONCILES: Final = ("retries", "depth", *_TIMES)
@@ -357,8 +358,9 @@ def parse_counters(text: str) -> Counter[tuple[str, str]]:
             value *= 1000
         else:
             what = labels.get(what, what)
-        # Queues are labelled by name, controllers by controller: the same names here.
-        owner = labels.get("controller") or labels.get("name", "?")
+        # Queues are labelled by name, controllers by controller: the same names here. Events
+        # have neither: their outcomes show as the "events" row.
+        owner = labels.get("controller") or labels.get("name", "events")
         found[owner, what] += int(value)
     return found
 
@@ -659,7 +661,9 @@ async def run(args: argparse.Namespace) -> None:
         try:
             await _prepare(host_client, member_clients, env)
             metrics = args.metrics_address or "0"
-            async with controller_manager(env.host.kubeconfig, metrics, args.log_level) as child:
+            async with controller_manager(
+                env.host.kubeconfig, metrics, args.log_level, args.manager_arg
+            ) as child:
                 await _phases(args, figures, child, host_client, member_clients, started)
                 report(figures, child, child.peak_mib())
         finally:
@@ -687,6 +691,13 @@ def main() -> None:
         help="run the controller-manager without /metrics (no reconcile counts)",
     )
     parser.add_argument("--log-level", default="WARNING", help="the controller-manager's")
+    parser.add_argument(
+        "--manager-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more flag for the controller-manager, e.g. --manager-arg=--compress-cache=false",
+    )
     args = parser.parse_args()
     args.metrics_address = None if args.no_metrics else f"127.0.0.1:{free_port()}"
     configure_logging(level="WARNING")

@@ -157,7 +157,9 @@ from reconcile.multicluster import Aware as Aware
 from reconcile.multicluster import Engaged as Engaged
 from reconcile.multicluster import EngagedSource as EngagedSource
 from reconcile.multicluster import Engager as Engager
+from reconcile.multicluster import KubeconfigProvider as KubeconfigProvider
 from reconcile.multicluster import Provider as Provider
+from reconcile.multicluster import SecretProvider as SecretProvider
 from reconcile.objects import CONDITION_MESSAGE_LIMIT as CONDITION_MESSAGE_LIMIT
 from reconcile.objects import METADATA_API_VERSION as METADATA_API_VERSION
 from reconcile.objects import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA

@@ -129,6 +129,7 @@ class Cluster:
         cache_options: what the cache holds of each kind, instead of ``namespace`` and
             ``transform`` (see ``reconcile.cache.options``).
         sync_timeout: how long cache reads wait for an informer's first list. Defaults to 120 s.
+        compress_cache: keep the cached objects deflated (``Cache``'s ``compress``).
         client_options: passed to both clients (field_manager, qps, burst, ...).
     """
 
@@ -142,6 +143,7 @@ class Cluster:
         transform: Transform | None = strip_managed_fields,
         cache_options: CacheOptions | None = None,
         sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
+        compress_cache: bool = False,
         **client_options: Any,
     ) -> None:
         if client is None:
@@ -156,6 +158,7 @@ class Cluster:
             transform=transform,
             options=cache_options,
             sync_timeout=sync_timeout,
+            compress=compress_cache,
         )
         self.client = CachedClient(self.api_reader, self.cache)
 

@@ -532,3 +532,39 @@ def register_cache_metrics(
     """Export ``CACHE_LIST_SCANS`` and ``CACHE_OBJECTS`` for the caches ``caches()`` names (read
     at every scrape)."""
     registry.register(_CacheCollector(caches))
+
+
+EVENTS: Final = "reconcile_events"
+"""Counter family (``_total``, label ``outcome``): the Events recorders were given, by what became
+of each: ``created`` (a new Event), ``patched`` (a repeat counted on the Event written for it),
+``filtered`` (held back by the spam filter), ``dropped`` (the broadcaster's buffer was full) and
+``failed`` (the write failed). Events are best effort, as client-go's; this shows how much of
+them an operator does not see."""
+
+EVENT_OUTCOMES: Final = ("created", "patched", "filtered", "dropped", "failed")
+
+
+class _EventCollector(Collector):
+    def __init__(self, broadcaster: object) -> None:
+        self._broadcaster = broadcaster
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family()]
+
+    def collect(self) -> Iterable[Metric]:
+        family = self._family()
+        for outcome in EVENT_OUTCOMES:
+            family.add_metric([outcome], getattr(self._broadcaster, outcome))
+        return [family]
+
+    @staticmethod
+    def _family() -> CounterMetricFamily:
+        return CounterMetricFamily(
+            EVENTS, "Events recorded, by what became of them.", labels=["outcome"]
+        )
+
+
+def register_event_metrics(registry: CollectorRegistry, broadcaster: object) -> None:
+    """Export ``EVENTS`` from the counters of ``broadcaster`` (an ``EventBroadcaster``: one
+    integer attribute per ``EVENT_OUTCOMES``), read at every scrape."""
+    registry.register(_EventCollector(broadcaster))

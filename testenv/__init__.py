@@ -1,6 +1,7 @@
 """testenv runs real kube-apiserver and etcd control planes for tests, like envtest does in Go.
 
-One Environment holds a host cluster and any number of member clusters on a shared etcd.
+One Environment holds a host cluster and any number of member clusters on a shared etcd;
+EnvironmentProvider engages its members in a multi-cluster manager.
 Binaries are found by envtest's lookup order or built from the Go module proxy
 (``reconcile testenv install``). The pytest plugin (``testenv.plugin``) shares the control
 planes across a session.
@@ -21,9 +22,10 @@ from testenv.crds import load_crds, load_manifests
 from testenv.environment import HOST, Environment
 from testenv.etcd import Etcd
 from testenv.eventually import consistently, eventually
-from testenv.fake import BUILTIN_KINDS, FakeClient, FakeKind, ScalePaths
+from testenv.fake import BUILTIN_KINDS, FakeClient, FakeClusters, FakeKind, ScalePaths
 from testenv.manager import manager_for, running
 from testenv.process import StartError
+from testenv.provider import EnvironmentProvider
 from testenv.webhooks import WebhookInstaller, WebhookInstallOptions, WebhookServing
 
 __all__ = [
@@ -36,8 +38,10 @@ __all__ = [
     "BuildError",
     "ControlPlane",
     "Environment",
+    "EnvironmentProvider",
     "Etcd",
     "FakeClient",
+    "FakeClusters",
     "FakeKind",
     "HOST",
     "RequestError",

@@ -13,7 +13,7 @@ import atexit
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -77,6 +77,7 @@ class Environment:
         self.clusters: dict[str, ControlPlane] = {}
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+        self._member_listeners: list[Callable[[], None]] = []
 
     @property
     def host(self) -> ControlPlane:
@@ -135,7 +136,42 @@ class Environment:
             raise ValueError(f"cluster {name!r} already exists")
         await self._start_clusters([name])
         self.member_names.append(name)
+        self._members_changed()
         return self.clusters[name]
+
+    async def remove_member(self, name: str) -> None:
+        """Stop the member ``name``, forget it and remove its directory.
+
+        Its objects stay in etcd under its prefix: a member added again under the name finds them.
+
+        Raises:
+            KeyError: no such member.
+        """
+        if name == HOST or name not in self.clusters:
+            raise KeyError(f"no member {name!r}")
+        plane = self.clusters.pop(name)
+        self.member_names.remove(name)
+        self._members_changed()
+        await plane.stop()
+        shutil.rmtree(plane.directory, ignore_errors=True)
+
+    def on_members_changed(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` after each ``add_member`` (once started) and ``remove_member``.
+
+        It is called in that method's task and must not block. Returns a function that
+        removes it again.
+        """
+        self._member_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._member_listeners:
+                self._member_listeners.remove(listener)
+
+        return remove
+
+    def _members_changed(self) -> None:
+        for listener in list(self._member_listeners):
+            listener()
 
     async def _start_clusters(self, names: list[str]) -> None:
         planes = [self._new_control_plane(name) for name in names]

@@ -26,6 +26,7 @@ __all__ = [
     "TIMING_SCALE",
     "FakeClock",
     "Obj",
+    "RecordingEngager",
     "admin_client",
     "cluster",
     "configmap",
@@ -300,3 +301,42 @@ class FakeClock:
             if deadline <= self.time:
                 event.set()
         await anyio.wait_all_tasks_blocked()
+
+
+class RecordingEngager:
+    """An Engager that records each call and what it was given; refuses the names in ``refuse``."""
+
+    def __init__(self, refuse: tuple[str, ...] = ()) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.configs: dict[str, ClusterConfig] = {}
+        self.clients: dict[str, Client] = {}
+        self.refuse = refuse
+
+    async def engage(
+        self, name: str, config: ClusterConfig | None = None, *, client: Client | None = None
+    ) -> None:
+        if name in self.refuse:
+            raise ValueError(f"cluster {name!r} is engaged by another provider")
+        self.calls.append(("engage", name))
+        self.configs.pop(name, None)
+        self.clients.pop(name, None)
+        if config is not None:
+            self.configs[name] = config
+        if client is not None:
+            self.clients[name] = client
+
+    async def disengage(self, name: str) -> None:
+        self.calls.append(("disengage", name))
+        self.configs.pop(name, None)
+        self.clients.pop(name, None)
+
+    @property
+    def engaged(self) -> set[str]:
+        return set(self.configs) | set(self.clients)
+
+    def hosts(self) -> dict[str, str]:
+        return {name: config.host for name, config in self.configs.items()}
+
+    def take(self) -> list[tuple[str, str]]:
+        calls, self.calls = self.calls, []
+        return calls

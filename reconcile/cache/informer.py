@@ -125,6 +125,7 @@ class SharedInformer:
         transform: applied to each object before it is stored; default strip_managed_fields.
         resync_period: default seconds between resync notifications (None: never).
         backoff, inactivity_timeout, min_watch_timeout: passed to the Reflector.
+        compress: keep the store's objects deflated against a dictionary (``Indexer``).
 
     Attributes:
         indexer: the ``Indexer`` the informer keeps: ``get(key)``, ``values()``,
@@ -144,9 +145,10 @@ class SharedInformer:
         backoff: Backoff | None = None,
         inactivity_timeout: float = DEFAULT_INACTIVITY_TIMEOUT,
         min_watch_timeout: int = DEFAULT_MIN_WATCH_TIMEOUT,
+        compress: bool = False,
     ) -> None:
         self.name = name
-        self.indexer = Indexer(indexers)
+        self.indexer = Indexer(indexers, compress=compress)
         self._transform = transform
         self._resync_period = resync_period
         self._registrations: list[HandlerRegistration] = []

@@ -89,6 +89,10 @@ class EventBroadcaster:
 
     client: _Writer
     buffer: int = DEFAULT_BUFFER
+    created: int = 0
+    """Events written as new Events."""
+    patched: int = 0
+    """Events written as a repeat of one written before (its count and last timestamp)."""
     dropped: int = 0
     """Events dropped because the buffer was full."""
     failed: int = 0
@@ -147,10 +151,12 @@ class EventBroadcaster:
         if decision.existing is not None:
             try:
                 await self._bump(decision.existing, decision, occurrence)
+                self.patched += 1
                 return
             except NotFound:
                 self.correlator.forget(decision.key)  # deleted or expired (events have a TTL)
         self.correlator.written(decision.key, await self._create(decision, occurrence))
+        self.created += 1
 
     async def _bump(self, known: EventLog, decision: Correlation, occurrence: _Occurrence) -> None:
         # client-go patches exactly these three: the message moves for aggregated events.

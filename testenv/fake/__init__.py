@@ -32,9 +32,13 @@ Simplified on purpose:
   accepted and ignored, objects without finalizers go at once, a namespace's objects stay;
 - no conversion between the versions of a CRD: objects are served with the version asked for;
 - watches send no periodic bookmarks; a successful immediate delete answers a Status.
+
+``FakeClusters`` holds several FakeClients by cluster name and engages them in a multi-cluster
+manager (it is a ``reconcile.multicluster.Provider``), for fast tests of multi-cluster reconcilers.
 """
 
 from testenv.fake.client import FakeClient
+from testenv.fake.clusters import FakeClusters
 from testenv.fake.registry import BUILTIN_KINDS, FakeKind, ScalePaths
 from testenv.fake.store import DEFAULT_WATCH_HISTORY
 
@@ -42,6 +46,7 @@ __all__ = [
     "BUILTIN_KINDS",
     "DEFAULT_WATCH_HISTORY",
     "FakeClient",
+    "FakeClusters",
     "FakeKind",
     "ScalePaths",
 ]

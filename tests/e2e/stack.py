@@ -127,7 +127,9 @@ async def running(
         config = await ClusterConfig.from_kubeconfig(
             env.host.kubeconfig, temp_dir=env.host.directory / "client"
         )
-    manager = Manager(config, options=options or ManagerOptions(metrics_bind_address="0"))
+    manager = Manager(
+        config, options=options or ManagerOptions(metrics_bind_address="0", compress_cache=True)
+    )
     context = build(
         manager, scratch=env.host.directory / "client", cluster_status=health, **build_options
     )

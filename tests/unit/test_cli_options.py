@@ -38,6 +38,7 @@ CONTROLLER_MANAGER_FLAGS: dict[str, Any] = {
     "--leader-elect-lease-duration": 15.0,
     "--leader-elect-renew-deadline": 10.0,
     "--leader-elect-retry-period": 2.0,
+    "--compress-cache": True,
     "--member-kubeconfig": [],
     "--cluster-status-update-frequency": 10.0,
     "--cluster-failure-threshold": 30.0,
@@ -170,3 +171,9 @@ def test_run_serves_webhooks_where_its_flags_say() -> None:
     args = _command("run").parse_args(["m:setup", "--webhook-port=10443", "--webhook-cert-path=/c"])
     server = WebhookServerOptions.from_args(args).server()
     assert (server.port, server.cert_dir) == (10443, "/c")
+
+
+def test_the_controller_manager_compresses_its_caches_unless_told_not_to() -> None:
+    command = _command("controller-manager")
+    assert command.parse_args([]).compress_cache is True
+    assert command.parse_args(["--compress-cache=false"]).compress_cache is False

@@ -107,3 +107,32 @@ async def test_a_failing_write_of_any_kind_is_counted_and_the_next_event_written
         group.cancel_scope.cancel()
     assert broadcaster.failed == 3
     assert [e["reason"] for e in writer.created] == ["Four"]
+
+
+async def test_every_outcome_of_a_recorded_event_is_counted_in_the_events_metric() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from reconcile.metrics import register_event_metrics
+
+    writer = _Writer()
+    broadcaster = EventBroadcaster(writer, buffer=3)
+    registry = CollectorRegistry()
+    register_event_metrics(registry, broadcaster)
+    subject = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}
+    recorder = broadcaster.recorder("tester")
+    for index in range(5):  # nothing writes yet: 3 fit the buffer, 2 are dropped
+        recorder.event(subject, "Normal", "Synced", f"step {index % 2}")
+
+    def count(outcome: str) -> float | None:
+        return registry.get_sample_value("reconcile_events_total", {"outcome": outcome})
+
+    assert count("dropped") == 2
+    async with anyio.create_task_group() as group:
+        await group.start(broadcaster.run)
+        with anyio.fail_after(5):
+            while (count("created") or 0) + (count("patched") or 0) < 3:
+                await anyio.sleep(0.01)
+        group.cancel_scope.cancel()
+    # "step 0", "step 1", then "step 0" again: a repeat patches the Event written for it.
+    assert (count("created"), count("patched"), count("failed")) == (2, 1, 0)
+    assert len(writer.created) == 2

@@ -30,7 +30,7 @@ from reconcile import (
     controller_managed_by,
 )
 from reconcile.workqueue import LOW_PRIORITY, WorkQueue
-from testenv import FakeClient, eventually
+from testenv import FakeClient, FakeClusters, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -304,3 +304,24 @@ def _dropped(registry: CollectorRegistry) -> float:
     labels = {"controller": "configmap", "cluster": "member"}
     value = registry.get_sample_value("reconcile_multicluster_dropped_requests_total", labels)
     return value or 0.0
+
+
+async def test_testenvs_fake_clusters_drive_the_manager() -> None:
+    # The provider of testenv/fake/clusters.py against the real engager: the two were written
+    # side by side against the protocols only.
+    clusters = FakeClusters(["east", "west"])
+    await clusters["east"].create(_configmap("e"))
+    manager = _manager()
+    manager.add_provider(clusters)
+    seen: list[Request] = []
+    controller_managed_by(manager).for_(CONFIGMAP, cluster=ENGAGED).complete(_recorder(seen))
+    async with _started(manager):
+        await _until(lambda: Request("e", "default", "east") in seen)
+        north = clusters.add("north")
+        await north.create(_configmap("n"))
+        await _until(lambda: Request("n", "default", "north") in seen)
+        west = manager.get_cluster("west")
+        clusters.remove("west")
+        await clusters.settled()
+        assert set(manager.engaged()) == {"east", "north"}
+        assert not west.cache.started

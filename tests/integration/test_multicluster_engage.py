@@ -184,6 +184,12 @@ async def test_a_stopped_member_backs_off_the_other_keeps_its_rate_and_it_rejoin
             stopped_at = reconciled[restartable.name]
             await anyio.sleep(1.0)
             assert reconciled[restartable.name] == stopped_at, "its reconciles fail meanwhile"
+            informers = manager.get_cluster(restartable.name).cache.informers().values()
+
+            async def backing_off() -> bool:  # its reflector failed and waits to retry
+                return any(informer.reflector.last_error for informer in informers)
+
+            await eventually(backing_off, timeout=SYNC)
         finally:
             await restartable.start_apiserver()
         await _create(restartable, namespace, "after-restart")

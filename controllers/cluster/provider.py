@@ -154,7 +154,10 @@ class ClusterProvider:
         while self._pending:
             name = min(self._pending)  # a stable order, for logs and tests
             self._pending.discard(name)
-            await self._handle(engager, name)
+            try:
+                await self._handle(engager, name)
+            except Exception as error:  # a bug or an odd object: this Cluster's, not the others'
+                log.exception("handling cluster failed", cluster=name, error=str(error))
 
     async def _handle(self, engager: Engager, name: str) -> None:
         cluster = self.clusters.indexer.get(name)

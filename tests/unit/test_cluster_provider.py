@@ -224,3 +224,16 @@ async def test_a_refusing_engager_does_not_stop_the_others() -> None:
     engager = RecordingEngager(refuse=("a",))
     async with running(ClusterProvider(fake), engager):
         assert engager.hosts() == {"b": "https://b.example"}
+
+
+@asyncio_test
+async def test_a_deleted_secret_disengages_its_cluster() -> None:
+    fake = host()
+    await joined(fake, "m")
+    engager = RecordingEngager()
+    with capture_logs() as logs:
+        async with running(ClusterProvider(fake), engager):
+            assert engager.engaged == {"m"}
+            await fake.delete(await fake.get(SECRET, "m", namespace=NAMESPACE))
+            await until(engager)
+    assert refusals(logs) == [("m", SECRET_NOT_FOUND)]

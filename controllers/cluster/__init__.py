@@ -6,6 +6,7 @@ from controllers.cluster.controller import (
     setup_cluster_controller,
 )
 from controllers.cluster.health import ClusterHealthOptions
+from controllers.cluster.provider import ClusterProvider
 from controllers.cluster.registry import (
     INSECURE_ENDPOINT,
     INVALID_ENDPOINT,
@@ -44,6 +45,7 @@ __all__ = [
     "SECRET_NOT_READABLE",
     "SECRET_REF_NOT_ALLOWED",
     "ClusterController",
+    "ClusterProvider",
     "ClusterHealthOptions",
     "ClusterStatusController",
     "ClusterStatusOptions",

@@ -84,8 +84,11 @@ __all__ = [
     "MemberConfigError",
     "MemberOptions",
     "MemberRegistry",
+    "kubeconfig_fingerprint",
+    "member_config",
     "member_credentials",
     "member_endpoint",
+    "member_kubeconfig",
     "member_spec",
     "secret_reference",
 ]
@@ -438,15 +441,9 @@ class MemberRegistry:
         namespace = self.options.cluster_namespace
         where = f"Secret {namespace}/{secret_name}"
         secret = await self._secret(namespace, secret_name)
-        # Before the token is even read: a Secret bound to another Cluster, or to none, is not
-        # this Cluster's to use (``binding``).
-        problem = binding_problem(secret, cluster, where)
-        if problem is not None:
-            raise MemberConfigError(SECRET_NOT_BOUND, problem)
-        token, ca = member_credentials(secret, where)
-        kubeconfig = _kubeconfig(name, endpoint, token, ca)
-        fingerprint = hashlib.sha256(orjson.dumps(kubeconfig)).hexdigest()
-        return kubeconfig, fingerprint, token_lifetime(token)
+        kubeconfig = member_kubeconfig(cluster, endpoint, secret, where)
+        token = kubeconfig["users"][0]["user"]["token"]
+        return kubeconfig, kubeconfig_fingerprint(kubeconfig), token_lifetime(token)
 
     async def _secret(self, namespace: str, name: str) -> dict[str, Any]:
         where = f"Secret {namespace}/{name}"
@@ -459,18 +456,52 @@ class MemberRegistry:
             raise MemberConfigError(SECRET_NOT_READABLE, detail) from None
 
     async def _config(self, name: str, source: Any) -> ClusterConfig:
-        try:
-            if isinstance(source, Path):
-                return await ClusterConfig.from_kubeconfig(source, temp_dir=self._scratch)
-            return await ClusterConfig.from_kubeconfig_dict(
-                source, temp_dir=self._scratch, source=f"cluster {name}"
-            )
-        except ConfigError as error:
-            if isinstance(source, Path):
-                raise MemberConfigError(INVALID_KUBECONFIG, str(error)) from None
-            token = source["users"][0]["user"]["token"]
-            message = str(error).replace(token, "<token>")  # loader errors should not, but never
-            raise MemberConfigError(INVALID_SECRET, message) from None
+        return await member_config(name, source, temp_dir=self._scratch)
+
+
+def member_kubeconfig(
+    cluster: Mapping[str, Any], endpoint: str, secret: Mapping[str, Any], where: str
+) -> dict[str, Any]:
+    """The kubeconfig reaching the member of ``cluster`` at ``endpoint`` (``member_spec``'s)
+    with the token and CA of its ``secret`` (``where`` names it in messages).
+
+    Raises:
+        MemberConfigError: SECRET_NOT_BOUND, or INVALID_SECRET (``member_credentials``).
+    """
+    # Before the token is even read: a Secret bound to another Cluster, or to none, is not
+    # this Cluster's to use (``binding``).
+    problem = binding_problem(secret, cluster, where)
+    if problem is not None:
+        raise MemberConfigError(SECRET_NOT_BOUND, problem)
+    token, ca = member_credentials(secret, where)
+    return _kubeconfig(str(cluster["metadata"]["name"]), endpoint, token, ca)
+
+
+def kubeconfig_fingerprint(kubeconfig: Mapping[str, Any]) -> str:
+    """A digest of a member kubeconfig: equal digests, same connection (the token not shown)."""
+    return hashlib.sha256(orjson.dumps(kubeconfig)).hexdigest()
+
+
+async def member_config(
+    name: str, source: Path | Mapping[str, Any], *, temp_dir: Path | None = None
+) -> ClusterConfig:
+    """The ``ClusterConfig`` of member ``name`` from its kubeconfig file or ``member_kubeconfig``.
+
+    Raises:
+        MemberConfigError: INVALID_KUBECONFIG (a file) or INVALID_SECRET, never showing the token.
+    """
+    try:
+        if isinstance(source, Path):
+            return await ClusterConfig.from_kubeconfig(source, temp_dir=temp_dir)
+        return await ClusterConfig.from_kubeconfig_dict(
+            source, temp_dir=temp_dir, source=f"cluster {name}"
+        )
+    except ConfigError as error:
+        if isinstance(source, Path):
+            raise MemberConfigError(INVALID_KUBECONFIG, str(error)) from None
+        token = source["users"][0]["user"]["token"]
+        message = str(error).replace(token, "<token>")  # loader errors should not, but never
+        raise MemberConfigError(INVALID_SECRET, message) from None
 
 
 def _kubeconfig(name: str, endpoint: str, token: str, ca_bundle_b64: str) -> dict[str, Any]:

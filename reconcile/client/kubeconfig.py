@@ -30,6 +30,7 @@ __all__ = [
     "ConfigError",
     "Selection",
     "kubeconfig_paths",
+    "load_document",
     "merge_kubeconfigs",
     "pem_of",
     "read_kubeconfig",
@@ -99,17 +100,33 @@ def read_kubeconfig(paths: Sequence[Path], *, explicit: bool = False) -> dict[st
 
 
 def _parse(text: str, path: Path) -> dict[str, Any]:
+    document = load_document(text, f"kubeconfig {path}")
+    return resolve_paths(document, path.parent, where=f"kubeconfig {path}")
+
+
+def load_document(text: str, where: str) -> dict[str, Any]:
+    """``text`` parsed as a kubeconfig mapping (empty text: an empty kubeconfig, as for kubectl).
+
+    Raises:
+        ConfigError: not YAML, named by line and column only, or not a mapping. PyYAML's own
+            message quotes the offending line, which in a kubeconfig may hold a token or a key,
+            so it is never passed on.
+    """
     import yaml  # here, not at import: only a process that reads a kubeconfig needs PyYAML
 
     try:
         document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"kubeconfig {path}: not YAML ({_one_line(error)})") from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{where}: not YAML ({error.problem or 'syntax error'}{at})") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"{where}: not YAML") from None
     if document is None:
-        return {}  # an empty file is an empty config, as for kubectl
+        return {}
     if not isinstance(document, dict):
-        raise ConfigError(f"kubeconfig {path}: not a mapping")
-    return resolve_paths(document, path.parent, where=f"kubeconfig {path}")
+        raise ConfigError(f"{where}: not a kubeconfig (not a mapping)")
+    return document
 
 
 def resolve_paths(document: Mapping[str, Any], base: Path, *, where: str) -> dict[str, Any]:

@@ -1,16 +1,18 @@
 """Documents turns kubeconfig text that providers read into a checked document, leaking nothing.
 
 A provider reads kubeconfigs it did not write (a folder an operator fills, Secrets any writer of
-that namespace controls), so two things differ from ``ClusterConfig.from_kubeconfig``:
+that namespace controls):
 
-- YAML errors are reported by line and column only: PyYAML's own message quotes the offending
-  line, which in a kubeconfig may be a token or a key;
-- ``check_inline`` refuses what makes a kubeconfig reach beyond its own text, for sources that
-  are untrusted input: exec credential plugins (a command to run), auth providers, and file
-  references (``certificate-authority``, ``client-certificate``, ``client-key``, ``tokenFile``,
-  which would read this process's files). Skipping TLS verification is always refused, by the
-  kubeconfig loader itself (``reconcile.client.kubeconfig``): a ``ClusterConfig`` cannot turn it
-  off, so no provider option can either.
+- YAML errors are reported by line and column only, as for ``ClusterConfig.from_kubeconfig``
+  (both use ``reconcile.client.kubeconfig.load_document``): PyYAML's own message quotes the
+  offending line, which in a kubeconfig may be a token or a key;
+- unlike ``from_kubeconfig``, ``check_inline`` refuses what makes a kubeconfig reach beyond
+  its own text, for sources that are untrusted input: exec credential plugins (a command to
+  run), auth providers, and file references (``certificate-authority``,
+  ``client-certificate``, ``client-key``, ``tokenFile``, which would read this process's
+  files). Skipping TLS verification is always refused, by the kubeconfig loader itself
+  (``reconcile.client.kubeconfig``): a ``ClusterConfig`` cannot turn it off, so no provider
+  option can either.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Final
 
 import orjson
 
-from reconcile.client.kubeconfig import ConfigError
+from reconcile.client.kubeconfig import ConfigError, load_document
 
 __all__ = ["check_inline", "fingerprint", "parse_kubeconfig"]
 
@@ -36,21 +38,7 @@ def parse_kubeconfig(text: str, where: str) -> dict[str, Any]:
     Raises:
         ConfigError: not YAML (with its line and column, never its content) or not a mapping.
     """
-    import yaml  # here, not at import: only a provider that reads kubeconfigs needs PyYAML
-
-    try:
-        document = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{where}: not YAML ({error.problem or 'syntax error'}{at})") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"{where}: not YAML") from None
-    if document is None:
-        return {}
-    if not isinstance(document, dict):
-        raise ConfigError(f"{where}: not a kubeconfig (not a mapping)")
-    return document
+    return load_document(text, where)
 
 
 def check_inline(document: Mapping[str, Any], where: str) -> None:

@@ -101,6 +101,22 @@ async def test_missing_files_of_a_list_are_skipped_but_not_all_of_them(
         await ClusterConfig.from_kubeconfig(missing)
 
 
+async def test_a_malformed_kubeconfig_is_named_by_line_and_column_never_its_content(
+    tmp_path: Path,
+) -> None:
+    # PyYAML's message quotes the offending line: here the line holding the token.
+    token = "s3cr3t-t0ken-value"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(f"users:\n- name: one\n  user:\n    token: {token}: [unclosed\n")
+    with pytest.raises(ConfigError) as raised:
+        await ClusterConfig.from_kubeconfig(broken)
+    message = str(raised.value)
+    assert token not in message
+    assert raised.value.__suppress_context__  # a traceback does not print the YAMLError either
+    assert "broken.yaml" in message
+    assert "line 4, column" in message
+
+
 async def test_tilde_is_expanded_in_the_list_and_in_paths(
     tmp_path: Path, ca: CertificateAuthority, monkeypatch: pytest.MonkeyPatch
 ) -> None:

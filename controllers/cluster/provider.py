@@ -1,0 +1,241 @@
+"""ClusterProvider engages the member of each Karmada ``Cluster`` of the host, as Clusters change.
+
+It is a ``reconcile.multicluster.Provider`` over Karmada's own source of members: the host's
+``Cluster`` objects (cluster.karmada.io) and their Secrets. A member is reached exactly as
+``MemberRegistry`` reaches it (``controllers.cluster.registry``, whose functions it uses): the
+endpoint rules of ``member_spec``, a Secret of the cluster namespace bound to its Cluster, its
+token and caBundle checked, ``MemberOptions`` bounding what a Cluster may ask for, and a
+kubeconfig file per cluster name (``--member-kubeconfig``) instead, for local use.
+
+Clusters and the Secrets of the cluster namespace are watched with ``SharedInformer`` s over the
+given client (so it needs list and watch on Clusters, and on Secrets of that namespace only).
+A Cluster is looked at again when it changes or when a Secret of that namespace it names does.
+A Cluster that breaks a rule is not engaged (an engaged one is disengaged): it is logged once per
+resourceVersion of the Cluster and its Secret, with the ``MemberConfigError`` reason and message
+(never the token). A deleted Cluster is disengaged; a changed endpoint, token or CA re-engages
+the member with its new config, and a change that leaves the connection as it was (a status
+update) does nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from controllers.api import CLUSTER_GVK, cluster_spec
+from controllers.cluster.registry import (
+    INVALID_KUBECONFIG,
+    SECRET,
+    SECRET_NOT_FOUND,
+    MemberConfigError,
+    MemberOptions,
+    kubeconfig_fingerprint,
+    member_config,
+    member_kubeconfig,
+    member_spec,
+)
+from reconcile import ClusterConfig, FuncHandler, Obj, SharedInformer, WithWatch
+from reconcile.multicluster import Engager
+
+__all__ = ["ClusterProvider"]
+
+log = structlog.get_logger("controllers.cluster.provider")
+
+_BY_SECRET: Final = "secretRef.name"
+"""The index of Clusters by the name of the Secret they reference."""
+_NOT_FOUND: Final = "-"
+"""The version part of a Secret that is not there, in a Cluster's seen versions."""
+
+
+class ClusterProvider:
+    """Engages the member cluster of each Karmada ``Cluster`` of the host, named as the Cluster.
+
+    Args:
+        client: the host's client (a ``Client`` or testenv's ``FakeClient``): list and watch
+            Clusters, and Secrets of ``options.cluster_namespace``.
+        options: what Clusters may ask for (``MemberOptions``; the defaults by default).
+        kubeconfigs: a kubeconfig file per cluster name, used instead of the Cluster's endpoint
+            and Secret (the controller-manager's ``--member-kubeconfig``, for local use).
+        temp_dir: where a client key is written for the instant ``ssl`` loads it.
+    """
+
+    def __init__(
+        self,
+        client: WithWatch,
+        *,
+        options: MemberOptions | None = None,
+        kubeconfigs: Mapping[str, Path] | None = None,
+        temp_dir: Path | None = None,
+    ) -> None:
+        self.client = client
+        self.options = options or MemberOptions()
+        self.kubeconfigs = dict(kubeconfigs or {})
+        self.temp_dir = temp_dir
+        namespace = self.options.cluster_namespace
+        self.clusters = SharedInformer(
+            client.lister_watcher(CLUSTER_GVK),
+            name="Clusters",
+            indexers={_BY_SECRET: _secret_names},
+        )
+        self.secrets = SharedInformer(
+            client.lister_watcher(SECRET, namespace=namespace),
+            name=f"Secrets of {namespace}",
+        )
+        self._pending: set[str] = set()
+        self._wake: anyio.Event | None = None
+        self._seen: dict[str, str] = {}
+        """Cluster name → the versions (Cluster, Secret) last handled, so each is handled once."""
+        self._engaged: dict[str, str] = {}
+        """Cluster name → the fingerprint of the connection it is engaged with."""
+
+    def __repr__(self) -> str:
+        return f"ClusterProvider(cluster_namespace={self.options.cluster_namespace!r})"
+
+    @property
+    def engaged(self) -> frozenset[str]:
+        """The names of the clusters this provider has engaged."""
+        return frozenset(self._engaged)
+
+    async def run(
+        self, engager: Engager, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Engage the members of the Clusters listed at start, report started, follow changes.
+
+        Waits for the first list of Clusters and Secrets before reporting started (an apiserver
+        out of reach keeps it waiting, with the informers' backoff, as a cache's sync does).
+        """
+        self._wake = anyio.Event()
+        self.clusters.add_event_handler(
+            FuncHandler(
+                add=lambda obj, _initial: self._cluster_changed(obj),
+                update=lambda _old, new: self._cluster_changed(new),
+                delete=self._cluster_changed,
+            )
+        )
+        self.secrets.add_event_handler(
+            FuncHandler(
+                add=lambda obj, _initial: self._secret_changed(obj),
+                update=lambda _old, new: self._secret_changed(new),
+                delete=self._secret_changed,
+            )
+        )
+        async with anyio.create_task_group() as group:
+            for informer in (self.clusters, self.secrets):
+                group.start_soon(informer.run, name=f"informer {informer.name}")
+            await self.clusters.wait_for_sync()
+            await self.secrets.wait_for_sync()
+            await self._handle_pending(engager)
+            task_status.started()
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                await self._handle_pending(engager)
+
+    def _cluster_changed(self, cluster: Obj) -> None:
+        # An informer handler must not block: note the Cluster, the run loop engages.
+        self._note(str(cluster["metadata"]["name"]))
+
+    def _secret_changed(self, secret: Obj) -> None:
+        for name in self.clusters.indexer.index_keys(_BY_SECRET, secret["metadata"]["name"]):
+            self._note(name)
+
+    def _note(self, name: str) -> None:
+        self._pending.add(name)
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _handle_pending(self, engager: Engager) -> None:
+        while self._pending:
+            name = min(self._pending)  # a stable order, for logs and tests
+            self._pending.discard(name)
+            try:
+                await self._handle(engager, name)
+            except Exception as error:  # a bug or an odd object: this Cluster's, not the others'
+                log.exception("handling cluster failed", cluster=name, error=str(error))
+
+    async def _handle(self, engager: Engager, name: str) -> None:
+        cluster = self.clusters.indexer.get(name)
+        if cluster is None:
+            self._seen.pop(name, None)
+            await self._drop(engager, name, "Cluster deleted")
+            return
+        secret = self._secret(cluster)
+        versions = f"{_version(cluster)}/{_version(secret) if secret else _NOT_FOUND}"
+        if self._seen.get(name) == versions:
+            return  # a relist or resync of what was already handled
+        self._seen[name] = versions
+        try:
+            source, fingerprint = self._source(name, cluster, secret)
+            if self._engaged.get(name) == fingerprint:
+                return  # e.g. a status update: the member is reached as it was
+            config = await member_config(name, source, temp_dir=self.temp_dir)
+        except MemberConfigError as error:
+            log.warning("cluster not engaged", cluster=name, reason=error.reason, error=str(error))
+            await self._drop(engager, name, error.reason)
+            return
+        await self._engage(engager, name, config, fingerprint)
+
+    def _secret(self, cluster: Obj) -> Obj | None:
+        secret_name = _secret_name(cluster)
+        if secret_name is None:
+            return None
+        return self.secrets.indexer.get(f"{self.options.cluster_namespace}/{secret_name}")
+
+    def _source(
+        self, name: str, cluster: Obj, secret: Obj | None
+    ) -> tuple[Path | dict[str, Any], str]:
+        if name in self.kubeconfigs:
+            path = self.kubeconfigs[name]
+            try:
+                content = path.read_bytes()
+            except OSError as error:
+                raise MemberConfigError(INVALID_KUBECONFIG, f"kubeconfig {path}: {error}") from None
+            return path, hashlib.sha256(content).hexdigest()
+        endpoint, secret_name = member_spec(cluster_spec(cluster), self.options)
+        where = f"Secret {self.options.cluster_namespace}/{secret_name}"
+        if secret is None:
+            raise MemberConfigError(SECRET_NOT_FOUND, f"{where} not found")
+        kubeconfig = member_kubeconfig(cluster, endpoint, secret, where)
+        return kubeconfig, kubeconfig_fingerprint(kubeconfig)
+
+    async def _engage(
+        self, engager: Engager, name: str, config: ClusterConfig, fingerprint: str
+    ) -> None:
+        try:
+            await engager.engage(name, config)
+        except Exception as error:  # the engager refused this one: the others go on
+            log.warning("engaging cluster failed", cluster=name, error=str(error))
+            self._engaged.pop(name, None)
+            return
+        self._engaged[name] = fingerprint
+        log.info("cluster engaged", cluster=name, host=config.host)
+
+    async def _drop(self, engager: Engager, name: str, reason: str) -> None:
+        if self._engaged.pop(name, None) is None:
+            return
+        log.info("disengaging cluster", cluster=name, reason=reason)
+        try:
+            await engager.disengage(name)
+        except Exception as error:  # one cluster's trouble must not stop the provider
+            log.warning("disengaging cluster failed", cluster=name, error=str(error))
+
+
+def _secret_name(cluster: Obj) -> str | None:
+    reference = cluster_spec(cluster).get("secretRef")
+    name = reference.get("name") if isinstance(reference, Mapping) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _secret_names(cluster: Obj) -> list[str]:
+    name = _secret_name(cluster)
+    return [] if name is None else [name]
+
+
+def _version(obj: Obj) -> str:
+    return str(obj["metadata"].get("resourceVersion") or "")

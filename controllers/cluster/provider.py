@@ -41,7 +41,7 @@ from controllers.cluster.registry import (
     member_spec,
 )
 from reconcile import ClusterConfig, FuncHandler, Obj, SharedInformer, WithWatch
-from reconcile.multicluster import Engager
+from reconcile.multicluster import Engager, Pending
 
 __all__ = ["ClusterProvider"]
 
@@ -87,8 +87,7 @@ class ClusterProvider:
             client.lister_watcher(SECRET, namespace=namespace),
             name=f"Secrets of {namespace}",
         )
-        self._pending: set[str] = set()
-        self._wake: anyio.Event | None = None
+        self._pending = Pending()
         self._seen: dict[str, str] = {}
         """Cluster name → the versions (Cluster, Secret) last handled, so each is handled once."""
         self._engaged: dict[str, str] = {}
@@ -110,7 +109,6 @@ class ClusterProvider:
         Waits for the first list of Clusters and Secrets before reporting started (an apiserver
         out of reach keeps it waiting, with the informers' backoff, as a cache's sync does).
         """
-        self._wake = anyio.Event()
         self.clusters.add_event_handler(
             FuncHandler(
                 add=lambda obj, _initial: self._cluster_changed(obj),
@@ -125,39 +123,25 @@ class ClusterProvider:
                 delete=self._secret_changed,
             )
         )
-        async with anyio.create_task_group() as group:
-            for informer in (self.clusters, self.secrets):
-                group.start_soon(informer.run, name=f"informer {informer.name}")
-            await self.clusters.wait_for_sync()
-            await self.secrets.wait_for_sync()
-            await self._handle_pending(engager)
-            task_status.started()
-            while True:
-                await self._wake.wait()
-                self._wake = anyio.Event()
-                await self._handle_pending(engager)
+        await self._pending.run(
+            [self.clusters, self.secrets],
+            lambda name: self._handle_safely(engager, name),
+            task_status=task_status,
+        )
 
     def _cluster_changed(self, cluster: Obj) -> None:
         # An informer handler must not block: note the Cluster, the run loop engages.
-        self._note(str(cluster["metadata"]["name"]))
+        self._pending.note(str(cluster["metadata"]["name"]))
 
     def _secret_changed(self, secret: Obj) -> None:
         for name in self.clusters.indexer.index_keys(_BY_SECRET, secret["metadata"]["name"]):
-            self._note(name)
+            self._pending.note(name)
 
-    def _note(self, name: str) -> None:
-        self._pending.add(name)
-        if self._wake is not None:
-            self._wake.set()
-
-    async def _handle_pending(self, engager: Engager) -> None:
-        while self._pending:
-            name = min(self._pending)  # a stable order, for logs and tests
-            self._pending.discard(name)
-            try:
-                await self._handle(engager, name)
-            except Exception as error:  # a bug or an odd object: this Cluster's, not the others'
-                log.exception("handling cluster failed", cluster=name, error=str(error))
+    async def _handle_safely(self, engager: Engager, name: str) -> None:
+        try:
+            await self._handle(engager, name)
+        except Exception as error:  # a bug or an odd object: this Cluster's, not the others'
+            log.exception("handling cluster failed", cluster=name, error=str(error))
 
     async def _handle(self, engager: Engager, name: str) -> None:
         cluster = self.clusters.indexer.get(name)

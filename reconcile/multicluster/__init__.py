@@ -13,6 +13,7 @@ Anything ``Aware`` the manager runs hears of each engagement.
 from reconcile.multicluster.aware import Aware
 from reconcile.multicluster.engaged import ENGAGED, Engaged
 from reconcile.multicluster.kubeconfigs import KubeconfigProvider
+from reconcile.multicluster.pending import Pending
 from reconcile.multicluster.provider import Engager, Provider
 from reconcile.multicluster.secrets import SecretProvider
 from reconcile.multicluster.source import EngagedSource, SourceFactory, in_cluster
@@ -24,6 +25,7 @@ __all__ = [
     "EngagedSource",
     "Engager",
     "KubeconfigProvider",
+    "Pending",
     "Provider",
     "SecretProvider",
     "SourceFactory",

@@ -41,6 +41,7 @@ from reconcile.client.interfaces import WithWatch
 from reconcile.client.kubeconfig import ConfigError
 from reconcile.gvk import GVK
 from reconcile.multicluster.documents import check_inline, parse_kubeconfig
+from reconcile.multicluster.pending import Pending
 from reconcile.multicluster.provider import Engager
 from reconcile.objects import Obj, object_key
 
@@ -107,8 +108,7 @@ class SecretProvider:
             client.lister_watcher(_SECRET, namespace=namespace, label_selector=label_selector),
             name=f"kubeconfig Secrets of {namespace} ({label_selector})",
         )
-        self._pending: set[str] = set()
-        self._wake: anyio.Event | None = None
+        self._pending = Pending()
         self._seen: dict[str, str] = {}
         """Secret key → the resourceVersion last handled, so each version is handled once."""
         self._clusters: dict[str, str] = {}
@@ -150,35 +150,16 @@ class SecretProvider:
         Waits for the first list of the Secrets before reporting started; an apiserver out of
         reach keeps it waiting (with the informer's backoff), as a cache's sync does.
         """
-        self._wake = anyio.Event()
         self.informer.add_event_handler(
             FuncHandler(
-                add=lambda obj, _initial: self._changed(obj),
-                update=lambda _old, new: self._changed(new),
-                delete=self._changed,
+                add=lambda obj, _initial: self._pending.note(object_key(obj)),
+                update=lambda _old, new: self._pending.note(object_key(new)),
+                delete=lambda obj: self._pending.note(object_key(obj)),
             )
         )
-        async with anyio.create_task_group() as group:
-            group.start_soon(self.informer.run, name=f"informer {self.informer.name}")
-            await self.informer.wait_for_sync()
-            await self._handle_pending(engager)
-            task_status.started()
-            while True:
-                await self._wake.wait()
-                self._wake = anyio.Event()
-                await self._handle_pending(engager)
-
-    def _changed(self, obj: Obj) -> None:
-        # An informer handler must not block: note the Secret, the run loop engages.
-        self._pending.add(object_key(obj))
-        if self._wake is not None:
-            self._wake.set()
-
-    async def _handle_pending(self, engager: Engager) -> None:
-        while self._pending:
-            key = min(self._pending)  # a stable order, for logs and tests
-            self._pending.discard(key)
-            await self._handle(engager, key)
+        await self._pending.run(
+            [self.informer], lambda key: self._handle(engager, key), task_status=task_status
+        )
 
     async def _handle(self, engager: Engager, key: str) -> None:
         secret = self.informer.indexer.get(key)

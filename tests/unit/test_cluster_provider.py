@@ -159,7 +159,7 @@ async def test_a_cluster_breaking_a_rule_is_disengaged_and_logged_once_per_versi
             await fake.update(insecure)
             await until(engager)
             # A relist or resync of the same versions is not logged again.
-            provider._note("m")
+            provider._pending.note("m")
             other = await fake.create(cluster("z"))
             await fake.create(secret(other))
             await until(engager, z="https://10.0.0.1:6443")

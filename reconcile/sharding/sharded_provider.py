@@ -171,10 +171,18 @@ class ShardedProvider:
     async def _assign(self, engager: Engager, names: tuple[str, ...] | None = None) -> None:
         """Engage what this shard owns, disengage what it does not (``names``: only those)."""
         async with self._lock:
-            live = self.members.live or ()
-            before = self._before
-            if before is None:  # first decision: as if this shard had just joined
-                before = tuple(shard for shard in live if shard != self.name)
+            live = self.members.live
+            if live is None:
+                return  # the Leases were not listed yet: nothing is known to be ours
+            # Who may hold a cluster now: its owner in the last view decided on, and, if this
+            # shard was not in that view (it is joining), its owner among the others.
+            others = tuple(shard for shard in live if shard != self.name)
+            if self._before is None:
+                before: tuple[tuple[str, ...], ...] = (others,)
+            elif self.name in self._before:
+                before = (self._before,)
+            else:
+                before = (self._before, others)
             every = set(self._wanted) | set(self._engaged) | set(self._due)
             for name in sorted(every if names is None else names):
                 await self._decide(engager, name, live, before)
@@ -182,7 +190,11 @@ class ShardedProvider:
                 self._before = live
 
     async def _decide(
-        self, engager: Engager, name: str, live: tuple[str, ...], before: tuple[str, ...]
+        self,
+        engager: Engager,
+        name: str,
+        live: tuple[str, ...],
+        before: tuple[tuple[str, ...], ...],
     ) -> None:
         wanted = self._wanted.get(name)
         mine = wanted is not None and self.name in live and owner(live, name) == self.name
@@ -197,8 +209,8 @@ class ShardedProvider:
             return
         now = anyio.current_time()
         if engaged is None and name not in self._due:
-            previous = owner(before, name)
-            taken = previous is not None and previous != self.name and previous in live
+            holders = {owner(shards, name) for shards in before}
+            taken = any(h is not None and h != self.name and h in live for h in holders)
             self._due[name] = now + self.handover if taken else now
             if taken:
                 log.info("cluster handed over", cluster=name, shard=self.name, wait=self.handover)

@@ -9,6 +9,7 @@ old owner let them go and the handover wait passed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -179,6 +180,41 @@ async def test_a_refused_cluster_is_logged_and_the_others_engaged() -> None:
         group.cancel_scope.cancel()
 
 
+async def test_a_replica_whose_first_look_shows_itself_among_others_waits() -> None:
+    clock = Clock()
+    b = replica("b", clock)
+    async with anyio.create_task_group() as group:
+        await group.start(b.sharded.run, b.engager)
+        # Its own Lease was up before its watch first listed: as a join, the owners among the
+        # others may still hold its clusters.
+        b.sharded.members.observe([lease("a"), lease("b")])
+        bs = {name for name in NAMES if owner(["a", "b"], name) == "b"}
+        await eventually(lambda: _is(b.sharded.waiting, bs), timeout=5)
+        assert b.engager.engaged == set()
+        await eventually(lambda: _is(b.engager.engaged, bs), timeout=5)
+        group.cancel_scope.cancel()
+
+
+async def test_of_three_a_dead_shards_clusters_go_to_the_others_at_once() -> None:
+    clock = Clock()
+    replicas = [replica(name, clock) for name in ("a", "b", "c")]
+    async with anyio.create_task_group() as group:
+        for r in replicas:
+            r.sharded.members.observe([lease("a"), lease("b"), lease("c")])
+            await group.start(r.sharded.run, r.engager)
+        for r in replicas:  # a first view is a join: each waits its handover once
+            mine = {n for n in NAMES if owner(["a", "b", "c"], n) == r.sharded.name}
+            await eventually(functools.partial(_holds, r, mine), timeout=5)
+        start = anyio.current_time()
+        for r in replicas:
+            r.sharded.members.observe([lease("a"), lease("b"), lease("c", holder="")])
+        for r in replicas[:2]:
+            mine = {n for n in NAMES if owner(["a", "b"], n) == r.sharded.name}
+            await eventually(functools.partial(_holds, r, mine), timeout=5)
+        assert anyio.current_time() - start < HANDOVER  # c's clusters were not waited for
+        group.cancel_scope.cancel()
+
+
 def test_bad_arguments_are_refused() -> None:
     manager = Manager(client=FakeClient())
     one, two = Ring("one"), Ring("two")
@@ -194,6 +230,10 @@ def test_bad_arguments_are_refused() -> None:
 
 async def _engaged(a: Replica, b: Replica, count: int) -> bool:
     return len(a.engager.engaged | b.engager.engaged) == count
+
+
+async def _holds(r: Replica, clusters: set[str]) -> bool:
+    return r.engager.engaged == clusters
 
 
 async def _is(value: object, expected: object) -> bool:

@@ -129,12 +129,12 @@ class ShardedProvider:
     async def run(
         self, engager: Engager, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Follow the live shards and run the wrapped provider; started once the provider
-        reported started and its clusters owned here (and not handed over) were engaged."""
+        """Follow the live shards and run the wrapped provider; started once the shards'
+        Leases were listed (when it runs its own ``LiveShards``), the provider reported started
+        and the clusters then owned here (and not handed over) were engaged."""
         async with anyio.create_task_group() as group:
             if self._runs_members:
-                client = self.shard.manager.pooled_client()
-                group.start_soon(self._follow, client)
+                await group.start(self._follow, self.shard.manager.pooled_client())
             await group.start(self.provider.run, _Wants(self, engager))
             await self._assign(engager)
             task_status.started()
@@ -144,9 +144,11 @@ class ShardedProvider:
                 self._wake = anyio.Event()
                 await self._assign(engager)
 
-    async def _follow(self, client: Client) -> None:
+    async def _follow(
+        self, client: Client, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         try:
-            await self.members.run(client)
+            await self.members.run(client, task_status=task_status)
         finally:
             if client is not self.shard.manager.api_reader:
                 with anyio.CancelScope(shield=True):
@@ -214,6 +216,7 @@ class ShardedProvider:
             self._due[name] = now + self.handover if taken else now
             if taken:
                 log.info("cluster handed over", cluster=name, shard=self.name, wait=self.handover)
+                self._wake.set()  # decided outside run's loop (want): its sleep must shorten
         if engaged is None and self._due[name] > now:
             return
         self._due.pop(name, None)

@@ -6,9 +6,14 @@ runs a ``Shard`` of its rings (its Lease, its label-selected cache, ``shard.guar
 its reconcilers); the leader runs a ``Sharder`` per ring, which labels each object with the live
 shard that owns its key and moves objects, drained first, when shards come and go; a
 ``ShardAssigner`` webhook labels new objects as they are created, where the leader can tell.
+
+Clusters a multi-cluster provider engages are spread the same way, each replica deciding for
+itself: ``ShardedProvider`` engages only the clusters its shard owns among the live shards that
+``LiveShards`` follows on every replica.
 """
 
 from reconcile.sharding.admission import ASSIGN_PATH_PREFIX, ShardAssigner
+from reconcile.sharding.live_shards import LiveShards
 from reconcile.sharding.membership import Membership
 from reconcile.sharding.metrics import SHARD_OBJECTS, SharderMetrics
 from reconcile.sharding.ring import (
@@ -25,6 +30,7 @@ from reconcile.sharding.ring import (
     without_sharding_labels,
 )
 from reconcile.sharding.shard import NOT_CACHED_RETRY, Shard, check_shard_name
+from reconcile.sharding.sharded_provider import ShardedProvider
 from reconcile.sharding.sharder import EXPIRY_SLACK, ORPHAN_PRIORITY, Sharder
 
 __all__ = [
@@ -37,11 +43,13 @@ __all__ = [
     "SHARD_OBJECTS",
     "SHARD_PREFIX",
     "KeyFunc",
+    "LiveShards",
     "Membership",
     "Ring",
     "Shard",
     "ShardAssigner",
     "ShardedKind",
+    "ShardedProvider",
     "Sharder",
     "SharderMetrics",
     "check_shard_name",

@@ -55,7 +55,7 @@ test: lint binaries image
 
 # The API reference, HTML from the docstrings (pdoc), into build/api; docs/api.md says what is in it.
 # tests/unit/test_api_reference.py builds the same modules and fails on any warning.
-API_MODULES := reconcile reconcile.webhook reconcile.sharding reconcile.rbac reconcile.api reconcile.scaffold testenv testenv.plugin
+API_MODULES := reconcile reconcile.webhook reconcile.multicluster reconcile.sharding reconcile.rbac reconcile.api reconcile.scaffold testenv testenv.plugin
 docs: $(STAMP)
 	$(BIN)/python -m pdoc --docformat google --output-directory build/api $(API_MODULES)
 

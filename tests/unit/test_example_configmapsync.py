@@ -135,3 +135,20 @@ async def test_a_configmap_of_someone_else_is_left_alone_and_reported() -> None:
 
 async def _absent(client: FakeClient) -> bool:
     return await _copy(client) is None
+
+
+async def test_the_guides_code_is_the_examples() -> None:
+    # docs/multicluster-framework.md quotes the example: every line of code it shows (comments
+    # aside) is in the file, so the page cannot drift from the code the tests run.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs/multicluster-framework.md").read_text()
+    example = (root / "examples/configmapsync/controller.py").read_text()
+    section = page[page.index("## A multi-cluster controller") : page.index("## Providers")]
+    blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:]]
+    shown = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
+    code = {line.strip() for line in example.splitlines()}
+    missing = [line for line in shown if line and not line.startswith("#") and line not in code]
+    assert blocks
+    assert not missing, missing

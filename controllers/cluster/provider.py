@@ -19,7 +19,6 @@ update) does nothing.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -30,11 +29,11 @@ from anyio.abc import TaskStatus
 
 from controllers.api import CLUSTER_GVK, cluster_spec
 from controllers.cluster.registry import (
-    INVALID_KUBECONFIG,
     SECRET,
     SECRET_NOT_FOUND,
     MemberConfigError,
     MemberOptions,
+    kubeconfig_file_fingerprint,
     kubeconfig_fingerprint,
     member_config,
     member_kubeconfig,
@@ -176,11 +175,7 @@ class ClusterProvider:
     ) -> tuple[Path | dict[str, Any], str]:
         if name in self.kubeconfigs:
             path = self.kubeconfigs[name]
-            try:
-                content = path.read_bytes()
-            except OSError as error:
-                raise MemberConfigError(INVALID_KUBECONFIG, f"kubeconfig {path}: {error}") from None
-            return path, hashlib.sha256(content).hexdigest()
+            return path, kubeconfig_file_fingerprint(path)
         endpoint, secret_name = member_spec(cluster_spec(cluster), self.options)
         where = f"Secret {self.options.cluster_namespace}/{secret_name}"
         if secret is None:

@@ -84,6 +84,7 @@ __all__ = [
     "MemberConfigError",
     "MemberOptions",
     "MemberRegistry",
+    "kubeconfig_file_fingerprint",
     "kubeconfig_fingerprint",
     "member_config",
     "member_credentials",
@@ -432,11 +433,7 @@ class MemberRegistry:
     ) -> tuple[Any, str, TokenLifetime | None]:
         if name in self.kubeconfigs:
             path = self.kubeconfigs[name]
-            try:
-                content = path.read_bytes()
-            except OSError as error:
-                raise MemberConfigError(INVALID_KUBECONFIG, f"kubeconfig {path}: {error}") from None
-            return path, hashlib.sha256(content).hexdigest(), None
+            return path, kubeconfig_file_fingerprint(path), None
         endpoint, secret_name = member_spec(cluster_spec(cluster), self.options)
         namespace = self.options.cluster_namespace
         where = f"Secret {namespace}/{secret_name}"
@@ -475,6 +472,19 @@ def member_kubeconfig(
         raise MemberConfigError(SECRET_NOT_BOUND, problem)
     token, ca = member_credentials(secret, where)
     return _kubeconfig(str(cluster["metadata"]["name"]), endpoint, token, ca)
+
+
+def kubeconfig_file_fingerprint(path: Path) -> str:
+    """The digest of a ``--member-kubeconfig`` file, to notice when it changed.
+
+    Raises:
+        MemberConfigError: the file cannot be read.
+    """
+    try:
+        content = path.read_bytes()
+    except OSError as error:
+        raise MemberConfigError(INVALID_KUBECONFIG, f"kubeconfig {path}: {error}") from None
+    return hashlib.sha256(content).hexdigest()
 
 
 def kubeconfig_fingerprint(kubeconfig: Mapping[str, Any]) -> str:

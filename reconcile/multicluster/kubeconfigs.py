@@ -25,6 +25,7 @@ files: exec plugins and file references are honoured, as kubectl would.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,12 +41,15 @@ from reconcile.client.kubeconfig import ConfigError, resolve_paths
 from reconcile.multicluster.documents import fingerprint, parse_kubeconfig
 from reconcile.multicluster.provider import Engager
 
-__all__ = ["DEFAULT_POLL_INTERVAL", "KubeconfigProvider"]
+__all__ = ["DEFAULT_POLL_INTERVAL", "MAX_KUBECONFIG_BYTES", "KubeconfigProvider"]
 
 log = structlog.get_logger("reconcile.multicluster.kubeconfigs")
 
 DEFAULT_POLL_INTERVAL: Final = 5.0
 """Seconds between two looks at the kubeconfig files."""
+MAX_KUBECONFIG_BYTES: Final = 1024 * 1024
+"""The largest kubeconfig file read (a Secret's limit): a larger one, or a device that never
+ends, is skipped and logged, not read into memory."""
 
 _TEMPORARY_PREFIXES: Final = (".", "#")
 _TEMPORARY_SUFFIXES: Final = ("~", ".swp", ".swo", ".swx", ".tmp", ".part")
@@ -207,9 +211,11 @@ class KubeconfigProvider:
         if known is not None and known.signature == signature:
             return known
         try:
-            content = path.read_text()
+            content = _read_bounded(path)
         except (OSError, UnicodeDecodeError) as error:
-            log.warning("kubeconfig unreadable", file=str(path), error=type(error).__name__)
+            # Never the decoder's message: it quotes the bytes it could not read.
+            why = error.strerror if isinstance(error, OSError) else type(error).__name__
+            log.warning("kubeconfig unreadable", file=str(path), error=why)
             self._files[path] = _File(signature)
             return self._files[path]
         if known is not None and known.content == content:
@@ -232,6 +238,20 @@ class KubeconfigProvider:
             name: _Wanted(document, name, f"{where} (context {name})", _digest(document, name))
             for name in _context_names(document)
         }
+
+
+def _read_bounded(path: Path) -> str:
+    """The file's text, read no further than ``MAX_KUBECONFIG_BYTES``.
+
+    Raises:
+        OSError: unreadable, or larger than that (``EFBIG``).
+        UnicodeDecodeError: not UTF-8.
+    """
+    with path.open("rb") as file:
+        data = file.read(MAX_KUBECONFIG_BYTES + 1)
+    if len(data) > MAX_KUBECONFIG_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_KUBECONFIG_BYTES} bytes")
+    return data.decode()
 
 
 def _wanted_file(path: Path) -> bool:

@@ -177,3 +177,5 @@ def test_the_controller_manager_compresses_its_caches_unless_told_not_to() -> No
     command = _command("controller-manager")
     assert command.parse_args([]).compress_cache is True
     assert command.parse_args(["--compress-cache=false"]).compress_cache is False
+    with pytest.raises(SystemExit):
+        command.parse_args(["--compress-cache=sometimes"])

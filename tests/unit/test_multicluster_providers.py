@@ -143,6 +143,22 @@ async def test_a_malformed_file_is_logged_once_and_the_others_stay(tmp_path: Pat
 
 
 @asyncio_test
+async def test_a_file_too_large_is_skipped_unread_and_the_others_stay(tmp_path: Path) -> None:
+    from reconcile.multicluster.kubeconfigs import MAX_KUBECONFIG_BYTES
+
+    write(tmp_path / "good.yaml", kubeconfig({"c": "https://good.example"}))
+    huge = yaml.safe_dump(kubeconfig({"c": "https://huge.example"})) + "#" * MAX_KUBECONFIG_BYTES
+    write(tmp_path / "huge.yaml", huge)
+    provider, engager = KubeconfigProvider(tmp_path), RecordingEngager()
+    with capture_logs() as logs:
+        await provider.poll(engager)
+    assert engager.hosts() == {"good": "https://good.example"}
+    [warning] = warnings(logs)
+    assert str(tmp_path / "huge.yaml") in str(warning)
+    assert "larger than" in warning["error"]
+
+
+@asyncio_test
 async def test_an_unusable_kubeconfig_is_logged_once_per_change(tmp_path: Path) -> None:
     no_context = kubeconfig({"c": "https://a.example"}, current="")
     write(tmp_path / "a.yaml", no_context)

@@ -544,8 +544,16 @@ them an operator does not see."""
 EVENT_OUTCOMES: Final = ("created", "patched", "filtered", "dropped", "failed")
 
 
+class _EventCounts(Protocol):
+    created: int
+    patched: int
+    filtered: int
+    dropped: int
+    failed: int
+
+
 class _EventCollector(Collector):
-    def __init__(self, broadcaster: object) -> None:
+    def __init__(self, broadcaster: _EventCounts) -> None:
         self._broadcaster = broadcaster
 
     def describe(self) -> Iterable[Metric]:
@@ -564,7 +572,7 @@ class _EventCollector(Collector):
         )
 
 
-def register_event_metrics(registry: CollectorRegistry, broadcaster: object) -> None:
-    """Export ``EVENTS`` from the counters of ``broadcaster`` (an ``EventBroadcaster``: one
-    integer attribute per ``EVENT_OUTCOMES``), read at every scrape."""
+def register_event_metrics(registry: CollectorRegistry, broadcaster: _EventCounts) -> None:
+    """Export ``EVENTS`` from the counters of ``broadcaster`` (an ``EventBroadcaster``, one
+    attribute per ``EVENT_OUTCOMES``), read at every scrape."""
     registry.register(_EventCollector(broadcaster))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 
+from controllers.cluster.connection import MemberOptions
 from controllers.cluster.health import ClusterHealthOptions
-from controllers.cluster.registry import MemberOptions
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.commands.cli import add_command_parsers
 from controllers.eviction.options import FailoverOptions

@@ -3,8 +3,9 @@
 ``controllers.controllermanager`` builds one Context and passes it to each controller's
 ``setup(context)``; controllers use nothing else to reach clusters: ``context.manager`` for the
 host (``manager.client`` reads from the cache, ``manager.api_reader`` reads live),
-``context.members`` for member clusters (``members.get(name)`` → a ``reconcile.Cluster`` with
-``client``, ``cache`` and ``api_reader``, or None while the member is not connected), and
+``context.members`` for member clusters (``members.get(name)`` → the engaged member's
+``reconcile.Cluster`` with ``client``, ``cache`` and ``api_reader``, or None while it is not
+engaged; ``controllers.cluster.members``), and
 ``context.interpreter`` for every question about a kind (replicas, revise, retain, status, health,
 dependencies). ``context.cluster_status`` holds the probe frequency and the Ready thresholds of the
 cluster-status controller, ``context.cluster_health`` the cluster controller's health monitor
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from controllers.cluster.health import ClusterHealthOptions
-from controllers.cluster.registry import MemberRegistry
+from controllers.cluster.members import Members
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.facade import Interpreter
@@ -57,7 +58,7 @@ class Context:
     """The shared parts the controllers of one controller-manager are built on."""
 
     manager: Manager
-    members: MemberRegistry
+    members: Members
     interpreter: Interpreter = field(default_factory=Interpreter)
     cluster_status: ClusterStatusOptions = field(default_factory=ClusterStatusOptions)
     cluster_health: ClusterHealthOptions = field(default_factory=ClusterHealthOptions)

@@ -22,7 +22,7 @@ from controllers.cluster import (
     ClusterHealthOptions,
     ClusterStatusOptions,
     MemberOptions,
-    MemberRegistry,
+    Members,
 )
 from controllers.context import Context
 from controllers.eviction.options import FailoverOptions
@@ -103,10 +103,8 @@ def build(
     Raises:
         ValueError: an unknown controller name, or one that cannot run sharded.
     """
-    registry = MemberRegistry(
-        manager, kubeconfigs=member_kubeconfigs, scratch=scratch, options=members
-    )
-    context = Context(manager, registry, cluster_status=cluster_status or ClusterStatusOptions())
+    engaged = Members.of(manager, options=members, kubeconfigs=member_kubeconfigs, temp_dir=scratch)
+    context = Context(manager, engaged, cluster_status=cluster_status or ClusterStatusOptions())
     if interpreter is not None:
         context.interpreter = interpreter
     context.cluster_health = cluster_health or ClusterHealthOptions()

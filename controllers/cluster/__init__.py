@@ -1,29 +1,28 @@
-"""cluster holds the member-cluster side of the controllers: connections, namespaces, health."""
+"""cluster holds the member-cluster side of the controllers: engagement, namespaces, health."""
 
-from controllers.cluster.controller import (
-    MEMBER_CONFIG_INVALID,
-    ClusterController,
-    setup_cluster_controller,
-)
-from controllers.cluster.health import ClusterHealthOptions
-from controllers.cluster.provider import ClusterProvider
-from controllers.cluster.registry import (
+from controllers.cluster.connection import (
     INSECURE_ENDPOINT,
     INVALID_ENDPOINT,
     INVALID_KUBECONFIG,
     INVALID_SECRET,
     SECRET_NOT_BOUND,
     SECRET_NOT_FOUND,
-    SECRET_NOT_READABLE,
     SECRET_REF_NOT_ALLOWED,
     MemberConfigError,
     MemberOptions,
-    MemberRegistry,
     member_credentials,
     member_endpoint,
     member_spec,
     secret_reference,
 )
+from controllers.cluster.controller import (
+    MEMBER_CONFIG_INVALID,
+    ClusterController,
+    setup_cluster_controller,
+)
+from controllers.cluster.health import ClusterHealthOptions
+from controllers.cluster.members import MemberChanges, Members
+from controllers.cluster.provider import ClusterProvider
 from controllers.cluster.status import (
     ClusterStatusController,
     ClusterStatusOptions,
@@ -42,7 +41,6 @@ __all__ = [
     "MEMBER_CONFIG_INVALID",
     "SECRET_NOT_BOUND",
     "SECRET_NOT_FOUND",
-    "SECRET_NOT_READABLE",
     "SECRET_REF_NOT_ALLOWED",
     "ClusterController",
     "ClusterProvider",
@@ -51,8 +49,9 @@ __all__ = [
     "ClusterStatusOptions",
     "Health",
     "MemberConfigError",
+    "MemberChanges",
     "MemberOptions",
-    "MemberRegistry",
+    "Members",
     "cluster_schedulable",
     "clusters_ready",
     "member_credentials",

@@ -1,23 +1,19 @@
 """ClusterController gives each member Cluster its execution namespace and its connection.
 
-For every Cluster: the finalizer ``karmada.io/cluster-controller``, the namespace
-``karmada-es-<name>`` that holds its Works, and a registered member client and cache. When a Cluster
-is deleted: its Works are deleted (the execution controller then removes their member objects),
-and once none is left the namespace, the member connection and the finalizer go.
+For every Cluster: the finalizer ``karmada.io/cluster-controller`` and the namespace
+``karmada-es-<name>`` that holds its Works. When a Cluster is deleted: its Works are deleted (the
+execution controller then removes their member objects), and once none is left the namespace and
+the finalizer go; the member, engaged until then, is disengaged once the Cluster is gone.
 
-A Cluster that does not say how to reach its member in a usable, allowed way (an http endpoint, a
-Secret outside the cluster namespace, a missing Secret, a token that is not UTF-8, ...: the
-registry's rules) gets a Warning Event ``MemberConfigInvalid`` saying why (the cluster-status
-controller says it in Ready too) and is not retried: it is looked at again when the Cluster or a
-Secret it references changes (the controller watches the Secrets of the cluster namespace), since
-retrying a configuration that nobody changed cannot succeed.
-
-The member connections themselves are also made by a second controller, ``member-connections``,
-that runs on every replica (``need_leader_election=False``) and only reads: a standby holds the
-members' clients and caches before it leads, so a takeover applies Works at once instead of
-first connecting to every member (#15 item 5, standbys keep warm caches). It disconnects a member
-only once its Cluster is gone; while one is being deleted, the leader's cluster controller
-disconnects it after its Works, and with them its member objects, are gone.
+Members are engaged by the ``ClusterProvider`` (``members``), on every replica, not by this
+controller: a standby holds the members' clients and caches before it leads, so a takeover applies
+Works at once instead of first connecting to every member (#15 item 5). A Cluster the provider
+refuses (an http endpoint, a Secret outside the cluster namespace, a missing Secret, a token that
+is not UTF-8, ...: the rules of ``connection``) gets a Warning Event ``MemberConfigInvalid``
+saying why (the cluster-status controller says it in Ready too) and is not retried: the provider
+looks at it again when the Cluster or a Secret it references changes, and its verdict enqueues
+the Cluster here (``Members.changes``), since retrying a configuration nobody changed cannot
+succeed.
 
 Health: the controller keeps the NoSchedule taints ``cluster.karmada.io/not-ready`` (Ready False,
 or no Ready yet) and ``cluster.karmada.io/unreachable`` (Ready Unknown) on ``spec.taints`` and
@@ -40,14 +36,12 @@ from controllers.api import (
     execution_namespace,
 )
 from controllers.cluster.health import ClusterHealthOptions, HealthMonitor
-from controllers.cluster.registry import MemberConfigError, MemberRegistry
-from controllers.cluster.secrets import ClusterSecrets
+from controllers.cluster.members import Members
 from controllers.cluster.taints import condition_taints, update_taints
 from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     AlreadyExists,
-    ControllerOptions,
     Manager,
     NotFound,
     Request,
@@ -69,7 +63,6 @@ __all__ = [
     "MEMBER_SECRETS",
     "PERMISSIONS",
     "ClusterController",
-    "MemberConnections",
     "setup",
     "setup_cluster_controller",
 ]
@@ -83,8 +76,8 @@ MEMBER_SECRETS: Final = Rule(
     ("",),
     ("secrets",),
     ("get", "list", "watch"),
-    "member registry: each member's token and CA (an uncached read), and the watch that "
-    "reconsiders a Cluster when its Secret changes; cluster namespace only",
+    "member provider: each member's token and CA, from the Secrets of the cluster namespace "
+    "(watched, so a changed Secret re-engages its member); cluster namespace only",
     namespace=KARMADA_CLUSTER_NAMESPACE,
 )
 PERMISSIONS: Final = Permissions(
@@ -124,19 +117,19 @@ PERMISSIONS: Final = Permissions(
 
 
 class ClusterController:
-    """Reconciles Cluster objects: finalizer, execution namespace, member registration."""
+    """Reconciles Cluster objects: finalizer, execution namespace, taints, member problems."""
 
-    def __init__(self, manager: Manager, registry: MemberRegistry) -> None:
+    def __init__(self, manager: Manager, members: Members) -> None:
         self.client = manager.client
-        self.registry = registry
+        self.members = members
         self.recorder = manager.event_recorder("reconcile-cluster")
 
     async def reconcile(self, request: Request) -> Result | None:
-        """Bring one Cluster's namespace and member connection in line with the object."""
+        """Bring one Cluster's namespace and taints in line with the object; say why its member
+        is not engaged, if it breaks a rule."""
         try:
             cluster = await self.client.get(CLUSTER_GVK, request.name)
         except NotFound:
-            self.registry.remove(request.name)
             return None
         if is_being_deleted(cluster):
             return await self._delete(cluster)
@@ -144,12 +137,11 @@ class ClusterController:
             cluster = await self.client.update(cluster)
         await self._ensure_namespace(execution_namespace(request.name))
         cluster = await self._taint_by_condition(cluster)
-        try:
-            await self.registry.ensure(cluster)
-        except MemberConfigError as error:
-            # The status controller reports it in Ready too. No retry: a change of the Cluster or
-            # of its Secret brings it back (see ClusterSecrets).
-            self.recorder.event(cluster, "Warning", MEMBER_CONFIG_INVALID, str(error))
+        problem = self.members.problem(request.name)
+        if problem is not None:
+            # The status controller reports it in Ready too. No retry: the provider's next
+            # verdict (a change of the Cluster or of its Secret) enqueues the Cluster again.
+            self.recorder.event(cluster, "Warning", MEMBER_CONFIG_INVALID, str(problem))
         return None
 
     async def _taint_by_condition(self, cluster: dict[str, Any]) -> dict[str, Any]:
@@ -184,55 +176,23 @@ class ClusterController:
             return Result(requeue_after=DELETION_POLL)
         with contextlib.suppress(NotFound):
             await self.client.delete(NAMESPACE, namespace)
-        self.registry.remove(name)
         if remove_finalizer(cluster, CLUSTER_CONTROLLER_FINALIZER):
             await self.client.update(cluster)
         return None
 
 
-class MemberConnections:
-    """Connects this replica to every member, leader or not; writes nothing.
-
-    Invalid member configurations are reported by the leader's ClusterController (its Event),
-    not here: every replica would report them again.
-    """
-
-    def __init__(self, manager: Manager, registry: MemberRegistry) -> None:
-        self.client = manager.client
-        self.registry = registry
-
-    async def reconcile(self, request: Request) -> Result | None:
-        """Connect to the member of one Cluster, or disconnect once the Cluster is gone."""
-        try:
-            cluster = await self.client.get(CLUSTER_GVK, request.name)
-        except NotFound:
-            self.registry.remove(request.name)
-            return None
-        if not is_being_deleted(cluster):
-            # Looked at again when the Cluster or its Secret changes, as in ClusterController.
-            with contextlib.suppress(MemberConfigError):
-                await self.registry.ensure(cluster)
-        return None
-
-
 def setup_cluster_controller(
-    manager: Manager, registry: MemberRegistry, health: ClusterHealthOptions | None = None
+    manager: Manager, members: Members, health: ClusterHealthOptions | None = None
 ) -> ClusterController:
-    """Register the cluster controller and its health monitor (leader only) and the
-    member-connections controller (every replica) with ``manager`` (default ``health``:
-    Karmada's periods)."""
-    reconciler = ClusterController(manager, registry)
+    """Register the cluster controller and its health monitor (leader only) with ``manager``,
+    and have ``members`` served (default ``health``: Karmada's periods)."""
+    reconciler = ClusterController(manager, members)
     monitor = HealthMonitor(
-        manager, health or ClusterHealthOptions(), registry.options.cluster_namespace
+        manager, health or ClusterHealthOptions(), members.options.cluster_namespace
     )
     manager.add(monitor.run, leader_only=True)
-    namespace = registry.options.cluster_namespace
     builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster")
-    builder.watches(ClusterSecrets.of(manager, namespace)).complete(reconciler)
-    connections = controller_managed_by(manager).for_(CLUSTER_GVK).named("member-connections")
-    connections.watches(ClusterSecrets.of(manager, namespace))
-    connections.with_options(ControllerOptions(need_leader_election=False))
-    connections.complete(MemberConnections(manager, registry))
+    builder.watches(members.changes()).complete(reconciler)
     return reconciler
 
 

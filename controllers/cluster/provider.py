@@ -2,7 +2,7 @@
 
 It is a ``reconcile.multicluster.Provider`` over Karmada's own source of members: the host's
 ``Cluster`` objects (cluster.karmada.io) and their Secrets. A member is reached exactly as
-``MemberRegistry`` reaches it (``controllers.cluster.registry``, whose functions it uses): the
+``MemberRegistry`` reaches it (``controllers.cluster.connection``, whose functions it uses): the
 endpoint rules of ``member_spec``, a Secret of the cluster namespace bound to its Cluster, its
 token and caBundle checked, ``MemberOptions`` bounding what a Cluster may ask for, and a
 kubeconfig file per cluster name (``--member-kubeconfig``) instead, for local use.
@@ -15,30 +15,33 @@ resourceVersion of the Cluster and its Secret, with the ``MemberConfigError`` re
 (never the token). A deleted Cluster is disengaged; a changed endpoint, token or CA re-engages
 the member with its new config, and a change that leaves the connection as it was (a status
 update) does nothing.
+
+Those who report on members (the cluster and cluster-status controllers, through
+``controllers.cluster.Members``) read the outcome per Cluster: ``problem`` (the rule a Cluster
+breaks), ``token_lifetime`` (when the token it is engaged with expires), and hear of every change
+of outcome through ``on_change``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from controllers.api import CLUSTER_GVK, cluster_spec
-from controllers.cluster.registry import (
+from controllers.api import CLUSTER_GVK
+from controllers.cluster.connection import (
     SECRET,
-    SECRET_NOT_FOUND,
     MemberConfigError,
     MemberOptions,
-    kubeconfig_file_fingerprint,
-    kubeconfig_fingerprint,
     member_config,
-    member_kubeconfig,
-    member_spec,
+    member_connection,
+    secret_name,
 )
+from controllers.cluster.expiry import TokenLifetime
 from reconcile import ClusterConfig, FuncHandler, Obj, SharedInformer, WithWatch
 from reconcile.multicluster import Engager, Pending
 
@@ -91,6 +94,9 @@ class ClusterProvider:
         """Cluster name → the versions (Cluster, Secret) last handled, so each is handled once."""
         self._engaged: dict[str, str] = {}
         """Cluster name → the fingerprint of the connection it is engaged with."""
+        self._problems: dict[str, MemberConfigError] = {}
+        self._lifetimes: dict[str, TokenLifetime] = {}
+        self._listeners: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
         return f"ClusterProvider(cluster_namespace={self.options.cluster_namespace!r})"
@@ -99,6 +105,25 @@ class ClusterProvider:
     def engaged(self) -> frozenset[str]:
         """The names of the clusters this provider has engaged."""
         return frozenset(self._engaged)
+
+    def problem(self, name: str) -> MemberConfigError | None:
+        """Why the Cluster ``name`` is not engaged, as last handled; None if it breaks no rule."""
+        return self._problems.get(name)
+
+    def token_lifetime(self, name: str) -> TokenLifetime | None:
+        """When the token member ``name`` is engaged with expires; None when it is not engaged
+        or the expiry is unknown (a kubeconfig file, a token that is no JWT)."""
+        return self._lifetimes.get(name) if name in self._engaged else None
+
+    def on_change(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(name)`` whenever the Cluster ``name`` is engaged, re-engaged,
+        refused, or disengaged; returns what removes the listener. It must not block."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _changed(self, name: str) -> None:
+        for listener in list(self._listeners):
+            listener(name)
 
     async def run(
         self, engager: Engager, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -146,6 +171,7 @@ class ClusterProvider:
         cluster = self.clusters.indexer.get(name)
         if cluster is None:
             self._seen.pop(name, None)
+            self._problems.pop(name, None)
             await self._drop(engager, name, "Cluster deleted")
             return
         secret = self._secret(cluster)
@@ -154,34 +180,35 @@ class ClusterProvider:
             return  # a relist or resync of what was already handled
         self._seen[name] = versions
         try:
-            source, fingerprint = self._source(name, cluster, secret)
-            if self._engaged.get(name) == fingerprint:
+            connection = member_connection(cluster, secret, self.options, self.kubeconfigs)
+            if self._engaged.get(name) == connection.fingerprint:
                 return  # e.g. a status update: the member is reached as it was
-            config = await member_config(name, source, temp_dir=self.temp_dir)
+            config = await member_config(name, connection.source, temp_dir=self.temp_dir)
         except MemberConfigError as error:
-            log.warning("cluster not engaged", cluster=name, reason=error.reason, error=str(error))
-            await self._drop(engager, name, error.reason)
+            await self._refuse(engager, name, error)
             return
-        await self._engage(engager, name, config, fingerprint)
+        self._problems.pop(name, None)
+        if connection.lifetime is None:
+            self._lifetimes.pop(name, None)
+        else:
+            self._lifetimes[name] = connection.lifetime
+        await self._engage(engager, name, config, connection.fingerprint)
+        self._changed(name)
+
+    async def _refuse(self, engager: Engager, name: str, error: MemberConfigError) -> None:
+        log.warning("cluster not engaged", cluster=name, reason=error.reason, error=str(error))
+        problem = MemberConfigError(error.reason, f"cluster {name}: {error}")
+        before = self._problems.get(name)
+        self._problems[name] = problem
+        await self._drop(engager, name, error.reason)
+        if before is None or (before.reason, str(before)) != (problem.reason, str(problem)):
+            self._changed(name)
 
     def _secret(self, cluster: Obj) -> Obj | None:
-        secret_name = _secret_name(cluster)
-        if secret_name is None:
+        name = secret_name(cluster)
+        if name is None:
             return None
-        return self.secrets.indexer.get(f"{self.options.cluster_namespace}/{secret_name}")
-
-    def _source(
-        self, name: str, cluster: Obj, secret: Obj | None
-    ) -> tuple[Path | dict[str, Any], str]:
-        if name in self.kubeconfigs:
-            path = self.kubeconfigs[name]
-            return path, kubeconfig_file_fingerprint(path)
-        endpoint, secret_name = member_spec(cluster_spec(cluster), self.options)
-        where = f"Secret {self.options.cluster_namespace}/{secret_name}"
-        if secret is None:
-            raise MemberConfigError(SECRET_NOT_FOUND, f"{where} not found")
-        kubeconfig = member_kubeconfig(cluster, endpoint, secret, where)
-        return kubeconfig, kubeconfig_fingerprint(kubeconfig)
+        return self.secrets.indexer.get(f"{self.options.cluster_namespace}/{name}")
 
     async def _engage(
         self, engager: Engager, name: str, config: ClusterConfig, fingerprint: str
@@ -196,8 +223,10 @@ class ClusterProvider:
         log.info("cluster engaged", cluster=name, host=config.host)
 
     async def _drop(self, engager: Engager, name: str, reason: str) -> None:
+        self._lifetimes.pop(name, None)
         if self._engaged.pop(name, None) is None:
             return
+        self._changed(name)
         log.info("disengaging cluster", cluster=name, reason=reason)
         try:
             await engager.disengage(name)
@@ -205,14 +234,8 @@ class ClusterProvider:
             log.warning("disengaging cluster failed", cluster=name, error=str(error))
 
 
-def _secret_name(cluster: Obj) -> str | None:
-    reference = cluster_spec(cluster).get("secretRef")
-    name = reference.get("name") if isinstance(reference, Mapping) else None
-    return name if isinstance(name, str) and name else None
-
-
 def _secret_names(cluster: Obj) -> list[str]:
-    name = _secret_name(cluster)
+    name = secret_name(cluster)
     return [] if name is None else [name]
 
 

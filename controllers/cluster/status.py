@@ -6,9 +6,11 @@ the server has no readyz), then the condition Ready is True/ClusterReady, False/
 condition only after it persisted for the success threshold (to True) or the failure threshold
 (to False), 30 s each by default (Karmada's debouncing), so one lost probe does not evict
 workloads. A Cluster without usable, allowed connection details is Ready=False at once, with the
-registry's reason (InsecureEndpoint, SecretRefNotAllowed, InvalidSecret, ...), as Karmada sets
-StatusCollectionFailed without waiting when it cannot build a client; it is looked at again
-every ``update_frequency`` and whenever a Secret it references changes. The three durations are
+reason the member provider refused it for (InsecureEndpoint, SecretRefNotAllowed, InvalidSecret,
+...: ``Members.problem``), as Karmada sets StatusCollectionFailed without waiting when it cannot
+build a client; it is looked at again every ``update_frequency`` and whenever the provider's
+verdict changes (``Members.changes``: the Cluster or a Secret it references changed). A Cluster
+the provider has not handled yet is looked at again when it has. The three durations are
 ``ClusterStatusOptions`` (Karmada's ``--cluster-status-update-frequency``,
 ``--cluster-success-threshold`` and ``--cluster-failure-threshold``). While ready, the status also
 carries the member's kubernetesVersion, apiEnablements (its discovery), nodeSummary and
@@ -44,8 +46,7 @@ from controllers.api import (
 from controllers.cluster.controller import MEMBER_SECRETS
 from controllers.cluster.expiry import TOKEN_EXPIRING_CONDITION, ExpiryVerdict, expiry_verdict
 from controllers.cluster.lease import renew_cluster_lease
-from controllers.cluster.registry import MemberConfigError, MemberRegistry
-from controllers.cluster.secrets import ClusterSecrets
+from controllers.cluster.members import Members
 from controllers.cluster.taints import NOT_READY_TAINT, UNREACHABLE_TAINT, has_taint
 from controllers.duration import parse_duration
 from controllers.flags import FlagSet
@@ -196,12 +197,12 @@ class ClusterStatusController:
     def __init__(
         self,
         manager: Manager,
-        registry: MemberRegistry,
+        members: Members,
         options: ClusterStatusOptions | None = None,
     ) -> None:
         self.client = manager.client
         self.api_reader = manager.api_reader
-        self.registry = registry
+        self.members = members
         self.options = options or ClusterStatusOptions()
         self.recorder = manager.event_recorder("reconcile-cluster-status")
         self._observed: dict[str, _Observation] = {}
@@ -213,12 +214,13 @@ class ClusterStatusController:
         except NotFound:
             self._observed.pop(request.name, None)
             return None
-        try:
-            member = await self.registry.ensure(cluster)
-        except MemberConfigError as error:
+        member, problem = self.members.get(request.name), self.members.problem(request.name)
+        if problem is not None:
             # Not a probe that may pass next time: say it at once, no debouncing.
-            health = verdict = Health("False", error.reason, str(error))
+            health = verdict = Health("False", problem.reason, str(problem))
             self._observe(request.name, health)
+        elif member is None:
+            return None  # not handled by the provider yet: its verdict enqueues the Cluster
         else:
             health = await probe(member.api_reader)
             verdict = self._debounced(request.name, cluster, health)
@@ -233,14 +235,14 @@ class ClusterStatusController:
             await self.client.update_status(updated)
         if expiring is not None:  # after the write: a failed one comes back to say it again
             self.recorder.event(updated, "Warning", expiring.reason, expiring.message)
-        namespace = self.registry.options.cluster_namespace
+        namespace = self.members.options.cluster_namespace
         await renew_cluster_lease(self.api_reader, request.name, namespace)
         return Result(requeue_after=self.options.update_frequency)
 
     def _token_expiry(self, cluster: dict[str, Any], name: str) -> ExpiryVerdict | None:
         """Set TokenExpiring from the member's token (remove it when the expiry is unknown);
         the verdict when the condition just turned True (or to another True reason)."""
-        lifetime = self.registry.token_lifetime(name)
+        lifetime = self.members.token_lifetime(name)
         if lifetime is None:
             remove_condition(cluster, TOKEN_EXPIRING_CONDITION)
             return None
@@ -291,7 +293,7 @@ class ClusterStatusController:
         )
 
     async def _details(self, name: str) -> dict[str, Any]:
-        member = self.registry.get(name)
+        member = self.members.get(name)
         if member is None:
             return {}
         client = member.api_reader
@@ -363,13 +365,13 @@ def _resource_summary(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -
 
 
 def setup_cluster_status_controller(
-    manager: Manager, registry: MemberRegistry, options: ClusterStatusOptions | None = None
+    manager: Manager, members: Members, options: ClusterStatusOptions | None = None
 ) -> ClusterStatusController:
-    """Register the cluster status controller with ``manager`` (default options: Karmada's)."""
-    reconciler = ClusterStatusController(manager, registry, options)
-    secrets = ClusterSecrets.of(manager, registry.options.cluster_namespace)
+    """Register the cluster status controller with ``manager`` (default options: Karmada's),
+    and have ``members`` served."""
+    reconciler = ClusterStatusController(manager, members, options)
     builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status")
-    builder.watches(secrets).complete(reconciler)
+    builder.watches(members.changes()).complete(reconciler)
     return reconciler
 
 

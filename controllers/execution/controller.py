@@ -2,7 +2,7 @@
 
 A Work in ``karmada-es-<cluster>`` holds whole objects for the member ``<cluster>``. For each Work:
 
-- finalizer ``karmada.io/execution-controller``; while the member is not connected, its Cluster is
+- finalizer ``karmada.io/execution-controller``; while the member is not engaged, its Cluster is
   missing or not Ready, the Work gets Applied=False saying why and the reconcile fails (retried
   with backoff, and at once when the Cluster turns Ready);
 - each manifest is created when absent; an existing object is this Work's when it is labelled
@@ -28,11 +28,12 @@ A Work in ``karmada-es-<cluster>`` holds whole objects for the member ``<cluster
   controller on the same events, means one reconcile per event, one status write, and no two
   writers of one Work's status.
 
-Member objects are watched through label-scoped informers (``source.ManagedObjects``), added the
-first time a Work of that kind is reconciled for that member (and again when the member connection
-is replaced): a deleted or edited member object enqueues its Work, which re-creates or reverts it,
-and a status change refreshes ``manifestStatuses``. Every (re)connection of a member enqueues all
-its Works, so the watches of a new connection are set up without waiting for a Work to change.
+Members are the clusters ``context.members`` engaged; member objects are watched in each engaged
+member (``source.MemberObjects``, an ``EngagedSource`` of ``reconcile.multicluster``) through
+label-scoped informers, one per kind its Works apply, added as Works of a new kind appear: a
+deleted or edited member object enqueues its Work, which re-creates or reverts it, and a status
+change refreshes ``manifestStatuses``. Every engagement of a member (a new cache) enqueues all its
+Works; a disengagement stops that member's watches, and its Works report it not connected.
 
 A manifest dropped from a Work (its ``manifestStatuses`` still name the object, the manifests no
 longer do) has its member object deleted if the Work owns it; until then the status keeps naming
@@ -48,7 +49,7 @@ gone. Then the finalizer is removed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -84,7 +85,7 @@ from controllers.execution.drift import (
     with_digest,
 )
 from controllers.execution.retain import release_patch, retain_member_fields
-from controllers.execution.source import ManagedObjects, managed_informer, managed_scope
+from controllers.execution.source import MemberObjects, managed_informer, managed_scope
 from controllers.execution.workstatus import (
     StatusReflector,
     failure_message,
@@ -100,7 +101,6 @@ from reconcile import (
     ByObject,
     Cluster,
     Conflict,
-    Controller,
     EnqueueRequestsFromMapFunc,
     Event,
     EventType,
@@ -127,6 +127,7 @@ from reconcile import (
     namespace_of,
     uid_of,
 )
+from reconcile.multicluster import ENGAGED, EngagedSource
 
 __all__ = [
     "PERMISSIONS",
@@ -382,22 +383,42 @@ def _readiness_changed(event: Event) -> bool:
 
 
 class _MemberWatches:
-    """Which (member, kind) pairs have a ManagedObjects source on the controller."""
+    """The execution controller's watch of member objects: a ``MemberObjects`` source in each
+    engaged member, started as members are engaged and stopped as they are disengaged."""
 
-    def __init__(self, scope: ByObject) -> None:
-        self.controller: Controller | None = None
+    def __init__(
+        self,
+        scope: ByObject,
+        works_of: Callable[[str], list[Request]],
+        kinds_of_member: Callable[[str], Iterable[GVK]],
+    ) -> None:
         self.scope = scope
-        self._watched: dict[str, tuple[Cluster, set[GVK]]] = {}
+        self._works_of = works_of
+        self._kinds = kinds_of_member
+        self._members: dict[str, MemberObjects] = {}
+
+    def source(self, clusters: Callable[[], Mapping[str, Cluster]]) -> EngagedSource:
+        """The source to watch: managed objects in every engaged member."""
+        return EngagedSource(ENGAGED, self._make, clusters, description="managed objects")
+
+    def _make(self, name: str, member: Cluster) -> MemberObjects:
+        objects = MemberObjects(
+            member.cache, name, self.scope, lambda: self._works_of(name), self._forget
+        )
+        for gvk in self._kinds(name):
+            objects.add(gvk)
+        self._members[name] = objects
+        return objects
+
+    def _forget(self, objects: MemberObjects) -> None:
+        if self._members.get(objects.cluster) is objects:
+            del self._members[objects.cluster]
 
     def ensure(self, name: str, member: Cluster, gvk: GVK) -> SharedInformer:
-        """The managed informer of ``gvk`` in ``member``, watched by the controller from now on."""
-        watched = self._watched.get(name)
-        if watched is None or watched[0] is not member:
-            # A re-registered member is a new Cluster with a new cache: watch it afresh.
-            watched = self._watched[name] = (member, set())
-        if gvk not in watched[1] and self.controller is not None:
-            self.controller.watch(ManagedObjects(member.cache, gvk, name, self.scope))
-            watched[1].add(gvk)
+        """The managed informer of ``gvk`` in ``member``, watched from now on while engaged."""
+        objects = self._members.get(name)
+        if objects is not None and objects.cache is member.cache:
+            objects.add(gvk)
         return managed_informer(member.cache, gvk, self.scope)
 
     def warm(self, name: str, member: Cluster, works: Iterable[Obj]) -> None:
@@ -406,10 +427,18 @@ class _MemberWatches:
         Every replica does this, so a standby's member informers are synced when it takes over,
         instead of each kind's first Work waiting for a member list after the takeover.
         """
-        for work in works:
-            for manifest in manifests_of(work):
-                with contextlib.suppress(ValueError, AttributeError, TypeError):
-                    self.ensure(name, member, GVK.of(manifest))  # malformed: the reconcile says
+        for gvk in kinds_of(works):
+            self.ensure(name, member, gvk)
+
+
+def kinds_of(works: Iterable[Obj]) -> set[GVK]:
+    """The kinds the manifests of ``works`` are of (malformed ones skipped: the reconcile says)."""
+    kinds = set()
+    for work in works:
+        for manifest in manifests_of(work):
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                kinds.add(GVK.of(manifest))
+    return kinds
 
 
 @dataclass
@@ -446,7 +475,8 @@ class ExecutionController:
         # only those: a moved key's objects are relabelled by the next owner's first apply
         # (its create finds them, AlreadyExists, and the update writes its label).
         self.shard_labels = context.sharding.member_labels if context.sharding else {}
-        self.watches = _MemberWatches(managed_scope(self.shard_labels))
+        scope = managed_scope(self.shard_labels)
+        self.watches = _MemberWatches(scope, self._works_of, self._kinds_of_member)
         self.records = AppliedRecords()
         self.sync_timeout = sync_timeout
         self.finalizers = Finalizers()
@@ -458,18 +488,12 @@ class ExecutionController:
         """The Works of a Cluster's execution namespace, from the host's Work informer."""
         return self._works_of(name_of(cluster))
 
-    def member_connected(self, name: str) -> None:
-        """Enqueue the Works of member ``name``, which has a new connection and cache, and watch
-        the kinds they apply there."""
+    def _kinds_of_member(self, name: str) -> set[GVK]:
+        """The kinds the Works of member ``name`` apply, from the host's Work informer."""
         indexer = self.host_cache.get_informer(WORK_GVK).indexer
         keys = indexer.index_keys(NAMESPACE_INDEX, execution_namespace(name))
-        member = self.members.get(name)
-        if member is not None:
-            works = (indexer.get(key) for key in keys)
-            self.watches.warm(name, member, (work for work in works if work is not None))
-        if self.watches.controller is not None:
-            for key in keys:
-                self.watches.controller.queue.add(Request.from_key(key))
+        works = (indexer.get(key) for key in keys)
+        return kinds_of(work for work in works if work is not None)
 
     def warm(self, work: Obj) -> None:
         """Watch the kinds of ``work`` in its member, if that member is connected."""
@@ -852,10 +876,9 @@ def setup_execution_controller(context: Context) -> ExecutionController:
         )
         .named(NAME)
     )
-    reconciler.watches.controller = context.complete(
-        builder, reconciler, sharded_by=WORK_GVK, workers=DEFAULT_WORKERS
-    )
-    context.members.on_connected(reconciler.member_connected)
+    context.members.serve()
+    builder.watches(reconciler.watches.source(context.manager.engaged))
+    context.complete(builder, reconciler, sharded_by=WORK_GVK, workers=DEFAULT_WORKERS)
     context.manager.cache.get_informer(WORK_GVK).add_event_handler(_WarmOnWork(reconciler))
     return reconciler
 

@@ -13,15 +13,24 @@ Work of another member's execution namespace is ignored: a member can only repor
 Works.
 
 It follows ``reconcile.Kind``, with its own handler: ``start`` registers a handler and never blocks,
-``wait_for_sync`` waits for the informer's initial list, initial-list events get low priority.
+``wait_for_sync`` waits for the informer's initial list, initial-list events get low priority,
+``stop`` removes the handler.
+
+``MemberObjects`` is the source of one engaged member: a ``ManagedObjects`` per kind the Works of
+that member apply, kinds added as Works name them (they are learnt at run time). The execution
+controller watches it in every engaged member (``reconcile.multicluster.EngagedSource``), so a
+member's watches start when it is engaged and stop when it is disengaged; starting, it enqueues
+that member's Works, so a new engagement (a new cache, whose informers start empty) has every
+Work looked at again without waiting for one to change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+import anyio
 from anyio.abc import TaskGroup
 
 from controllers.api import (
@@ -49,6 +58,7 @@ __all__ = [
     "MANAGED_SCOPE",
     "MANAGED_SELECTOR",
     "ManagedObjects",
+    "MemberObjects",
     "managed_informer",
     "managed_scope",
     "work_request",
@@ -135,8 +145,20 @@ class ManagedObjects:
 
     async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
         """Register on the label-scoped informer (creating and starting it if needed)."""
+        self.register(queue)
+        await anyio.lowlevel.checkpoint()
+
+    def register(self, queue: WorkQueue[Request]) -> None:
+        """``start``, without awaiting: for a source started from an informer handler."""
+        self.stop()
         self._informer = managed_informer(self.cache, self.gvk, self.scope)
         self._registration = self._informer.add_event_handler(_Enqueue(queue, self.cluster))
+
+    def stop(self) -> None:
+        """Stop enqueuing (idempotent); the informer is the member cache's, stopped with it."""
+        registration, self._registration = self._registration, None
+        if registration is not None and self._informer is not None:
+            self._informer.remove_event_handler(registration)
 
     async def wait_for_sync(self, timeout: float) -> None:
         """Wait for the informer's initial list.
@@ -151,3 +173,78 @@ class ManagedObjects:
 
     def __str__(self) -> str:
         return f"managed objects source: {self.gvk} in {self.cluster}"
+
+
+class MemberObjects:
+    """The managed objects of every kind the Works of one member apply; events enqueue Works.
+
+    Args:
+        cache: the member cluster's cache.
+        cluster: the member's name.
+        scope: which of them the member cache holds (``managed_scope``).
+        works: the Works of the member, enqueued when the source starts.
+        on_stop: called once the source stopped (to forget it).
+    """
+
+    def __init__(
+        self,
+        cache: Cache,
+        cluster: str,
+        scope: ByObject,
+        works: Callable[[], Iterable[Request]],
+        on_stop: Callable[[MemberObjects], None] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.cluster = cluster
+        self.scope = scope
+        self._works = works
+        self._on_stop = on_stop
+        self._kinds: dict[GVK, ManagedObjects] = {}
+        self._queue: WorkQueue[Request] | None = None
+        self.stopped = False
+
+    @property
+    def kinds(self) -> frozenset[GVK]:
+        """The kinds watched (or to be watched once started)."""
+        return frozenset(self._kinds)
+
+    def add(self, gvk: GVK) -> None:
+        """Watch ``gvk`` too (at once if started); never blocks."""
+        if gvk in self._kinds or self.stopped:
+            return
+        source = self._kinds[gvk] = ManagedObjects(self.cache, gvk, self.cluster, self.scope)
+        if self._queue is not None:
+            source.register(self._queue)
+
+    async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
+        """Register on the informer of every kind added so far, then enqueue the member's Works."""
+        self._queue = queue
+        for source in list(self._kinds.values()):
+            source.register(queue)
+        for request in self._works():
+            queue.add(request)
+        await anyio.lowlevel.checkpoint()
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """Wait (``timeout`` in all) for the initial list of every kind added so far.
+
+        Raises:
+            CacheSyncError: an informer cannot sync (403, kind unknown to the member) in time.
+        """
+        with anyio.fail_after(timeout):
+            for source in list(self._kinds.values()):
+                await source.wait_for_sync(timeout)
+
+    def stop(self) -> None:
+        """Stop enqueuing, for every kind (idempotent)."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self._queue = None
+        for source in self._kinds.values():
+            source.stop()
+        if self._on_stop is not None:
+            self._on_stop(self)
+
+    def __str__(self) -> str:
+        return f"managed objects source in {self.cluster}"

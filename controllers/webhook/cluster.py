@@ -3,7 +3,7 @@
 What karmada-webhook's cluster handler refuses: a name that is no DNS-1123 label of at most 48
 characters (the execution namespace ``karmada-es-<name>`` must be a valid name too) and a
 ``spec.proxyURL`` whose scheme is not http, https or socks5. Then what the controller-manager's
-member registry would refuse for a Push cluster (``controllers.cluster.registry.member_spec``, so
+member registry would refuse for a Push cluster (``controllers.cluster.connection.member_spec``, so
 the rules are the same code): an ``apiEndpoint`` that is not https (unless insecure endpoints are
 allowed), carries user info, a query or fragment; ``insecureSkipTLSVerification``; a
 ``secretRef`` or ``impersonatorSecretRef`` outside the cluster namespace. The message names the
@@ -34,7 +34,7 @@ import structlog
 
 from controllers.api import cluster_spec
 from controllers.cluster.binding import SECRET_NOT_BOUND, binding_problem, bound_elsewhere
-from controllers.cluster.registry import (
+from controllers.cluster.connection import (
     MemberConfigError,
     MemberOptions,
     member_spec,

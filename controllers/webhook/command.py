@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
-from controllers.cluster.registry import MemberOptions
+from controllers.cluster.connection import MemberOptions
 from controllers.webhook.kinds import register_webhooks
 from reconcile import Manager, ManagerOptions
 from reconcile.webhook import DEFAULT_CERT_DIR, WebhookServer

@@ -26,7 +26,7 @@ from controllers.api import (
     RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
     WORKS,
 )
-from controllers.cluster.registry import MemberOptions
+from controllers.cluster.connection import MemberOptions
 from controllers.interpreter.pool import WorkerPool
 from controllers.webhook.cluster import ClusterValidator
 from controllers.webhook.config import (

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from controllers.cluster.secrets import SECRET
+from controllers.cluster.connection import SECRET
 from controllers.dependencies.withheld import DEPENDENCY_FORBIDDEN_REASON
 from reconcile import EVENT_GVK, GVK, Client, ClusterConfig, ManagerOptions, NotFound
 from testenv import Environment, eventually

@@ -25,8 +25,8 @@ import anyio
 import pytest
 import structlog
 
-from controllers.api import KARMADA_CLUSTER_NAMESPACE
-from controllers.cluster.secrets import SECRET, cluster_secret_cache
+from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE
+from controllers.cluster.connection import SECRET
 from controllers.detector import binding_coordinates
 from controllers.rbac import LEASE_NAME, SERVICE_ACCOUNT, aggregated_rules, granted
 from controllers.sharding import ShardingOptions
@@ -258,18 +258,19 @@ async def _only_permitted_kinds_watched(stack: Stack) -> None:
         rbac += (await stack.host.list(kind))["items"]
     allowed = {(g.namespace, g.group, g.resource, g.verb) for g in granted(rbac) if not g.name}
     watched = set()
-    # The cluster credentials' own cache: one metadata-only informer, of the cluster namespace.
-    credentials = cluster_secret_cache(manager, KARMADA_CLUSTER_NAMESPACE).informers()
-    assert [(s.gvk, s.namespace, s.metadata_only) for s in credentials] == [
-        (SECRET, KARMADA_CLUSTER_NAMESPACE, True)
-    ]
-    for scope in [*manager.cache.informers(), *credentials]:
-        resource = await manager.api_reader.resource_for(scope.gvk)
-        if not scope.namespace:
+    # The member provider's own informers: the Clusters, and the Secrets of the cluster namespace.
+    provider = stack.context.members.provider
+    assert provider.secrets.has_synced()
+    assert provider.clusters.has_synced()
+    credentials = [(SECRET, KARMADA_CLUSTER_NAMESPACE), (CLUSTER_GVK, "")]
+    scopes = [(scope.gvk, scope.namespace) for scope in manager.cache.informers()]
+    for gvk, namespace in [*scopes, *credentials]:
+        resource = await manager.api_reader.resource_for(gvk)
+        if not namespace:
             watched.add(resource.plural)
         for verb in ("list", "watch"):
-            wanted = (scope.gvk.group, resource.plural, verb)
-            assert ("", *wanted) in allowed or (scope.namespace, *wanted) in allowed, scope
+            wanted = (gvk.group, resource.plural, verb)
+            assert ("", *wanted) in allowed or (namespace, *wanted) in allowed, (gvk, namespace)
     assert {"deployments", "propagationpolicies", "works"} <= watched
     assert not {"secrets", "roles", "clusterroles", "mutatingwebhookconfigurations"} & watched
     # No Secret informer at all in the manager's cache: the detector was not allowed to watch them.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from controllers.cluster.secrets import SECRET
+from controllers.cluster.connection import SECRET
 from reconcile import GVK, NotFound
 from testenv import Environment, eventually
 from tests.builders import configmap, propagation_policy

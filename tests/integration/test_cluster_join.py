@@ -17,7 +17,7 @@ import pytest_asyncio
 from controllers.api import CLUSTER_GVK
 from controllers.cluster import (
     ClusterStatusOptions,
-    MemberRegistry,
+    Members,
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
@@ -78,7 +78,7 @@ async def test_join_then_the_controllers_connect_with_the_token_and_report_statu
 
     host = multicluster.host
     manager = await manager_for(host, metrics_bind_address="0")
-    registry = MemberRegistry(manager, scratch=host.directory / "client")
+    registry = Members.of(manager, temp_dir=host.directory / "client")
     setup_cluster_controller(manager, registry)
     setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
     async with running(manager):
@@ -130,7 +130,7 @@ async def test_insecure_clusters_are_refused_with_a_clear_condition(
         }
     )
     manager = await manager_for(host, metrics_bind_address="0")
-    registry = MemberRegistry(manager)
+    registry = Members.of(manager)
     setup_cluster_controller(manager, registry)
     setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
     async with running(manager):
@@ -192,9 +192,9 @@ async def _join_cli(host: ControlPlane, *argv: str) -> tuple[int, str, str]:
 
 
 @contextlib.asynccontextmanager
-async def _controllers(host: ControlPlane) -> AsyncIterator[MemberRegistry]:
+async def _controllers(host: ControlPlane) -> AsyncIterator[Members]:
     manager = await manager_for(host, metrics_bind_address="0")
-    registry = MemberRegistry(manager, scratch=host.directory / "client")
+    registry = Members.of(manager, temp_dir=host.directory / "client")
     setup_cluster_controller(manager, registry)
     setup_cluster_status_controller(manager, registry, ClusterStatusOptions(0.5, 0, 0))
     async with running(manager):

@@ -37,7 +37,7 @@ from controllers.api import (
 )
 from controllers.binding import controller as binding_controller
 from controllers.binding import work_name
-from controllers.cluster import MemberRegistry
+from controllers.cluster import Members as MemberClusters
 from controllers.context import Context
 from controllers.interpreter import Interpreter
 from controllers.scheduler import controller as scheduler_controller
@@ -137,7 +137,7 @@ async def running(
         host.kubeconfig, temp_dir=host.directory / "client"
     )
     manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
-    context = Context(manager, MemberRegistry(manager), interpreter or Interpreter())
+    context = Context(manager, MemberClusters.of(manager), interpreter or Interpreter())
     detector.setup(context)
     if scheduler:
         scheduler_controller.setup(context)

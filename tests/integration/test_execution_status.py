@@ -37,7 +37,7 @@ from controllers.api import (
 )
 from controllers.cluster import (
     ClusterStatusOptions,
-    MemberRegistry,
+    Members,
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
@@ -73,7 +73,7 @@ class Federation:
 
     host: Client
     members: dict[str, Client]
-    registry: MemberRegistry
+    registry: Members
     namespace: str
     works: list[tuple[str, str]] = field(default_factory=list)
 
@@ -151,9 +151,7 @@ class Federation:
         )
 
 
-async def _ready_and_connected(
-    host: Client, registry: MemberRegistry, names: tuple[str, ...]
-) -> bool:
+async def _ready_and_connected(host: Client, registry: Members, names: tuple[str, ...]) -> bool:
     for name in names:
         cluster = await host.get(CLUSTER_GVK, name)
         if registry.get(name) is None or not is_condition_true(cluster, "Ready"):
@@ -197,8 +195,8 @@ async def federation(env: Environment, namespace: str) -> AsyncIterator[Federati
         )
         manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
         kubeconfigs = {name: env.members[name].kubeconfig for name in MEMBERS}
-        registry = MemberRegistry(
-            manager, kubeconfigs=kubeconfigs, scratch=host_plane.directory / "client"
+        registry = Members.of(
+            manager, kubeconfigs=kubeconfigs, temp_dir=host_plane.directory / "client"
         )
         context = Context(manager, registry)
         setup_cluster_controller(manager, registry)
@@ -515,9 +513,13 @@ async def test_a_cluster_that_joins_later_gets_its_pending_works_applied(
             return condition["message"] if condition and condition["status"] == "False" else None
 
         assert "not connected" in await _until(failed)
-        # The member becomes reachable (here: its kubeconfig is now known); the registry connects
-        # it, the Cluster turns Ready, and the waiting Work is applied without any change to it.
-        fed.registry.kubeconfigs[late] = multicluster.members["member2"].kubeconfig
+        # The member becomes reachable (here: its kubeconfig is now known, and the Cluster
+        # changes, which has the provider look at it again); the provider engages it, the Cluster
+        # turns Ready, and the waiting Work is applied without any change to it.
+        fed.registry.provider.kubeconfigs[late] = multicluster.members["member2"].kubeconfig
+        touched = await fed.host.get(CLUSTER_GVK, late)
+        touched["metadata"].setdefault("labels", {})["reachable"] = "yes"
+        await fed.host.update(touched)
         await _until(lambda: fed.member_object("member2", "late"))
 
         async def applied() -> bool:

@@ -25,7 +25,7 @@ from controllers.api import CLUSTER_GVK, READY_CONDITION
 from controllers.cluster import (
     ClusterStatusOptions,
     MemberOptions,
-    MemberRegistry,
+    Members,
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
@@ -93,12 +93,12 @@ async def listening() -> AsyncIterator[Listener]:
 @asynccontextmanager
 async def cluster_controllers(
     host: ControlPlane, options: MemberOptions | None = None
-) -> AsyncIterator[MemberRegistry]:
+) -> AsyncIterator[Members]:
     config = await ClusterConfig.from_kubeconfig(
         host.kubeconfig, temp_dir=host.directory / "client"
     )
     manager = Manager(config, options=ManagerOptions(metrics_bind_address="0"))
-    registry = MemberRegistry(manager, scratch=host.directory / "client", options=options)
+    registry = Members.of(manager, temp_dir=host.directory / "client", options=options)
     setup_cluster_controller(manager, registry)
     setup_cluster_status_controller(manager, registry, FAST)
     async with anyio.create_task_group() as group:

@@ -19,13 +19,13 @@ from controllers.cluster import (
     ClusterController,
     ClusterStatusController,
     ClusterStatusOptions,
-    MemberRegistry,
+    Members,
     setup_cluster_controller,
     setup_cluster_status_controller,
 )
 from controllers.cluster.binding import owner_reference
+from controllers.cluster.connection import SECRET
 from controllers.cluster.expiry import TOKEN_EXPIRES_SOON, TOKEN_EXPIRING_CONDITION, TOKEN_VALID
-from controllers.cluster.secrets import SECRET, cluster_secret_cache
 from reconcile import EVENT_GVK, GVK, Manager, ManagerOptions, Request, Result, get_condition
 from testenv import FakeClient, eventually
 
@@ -65,8 +65,8 @@ def cluster(**spec: Any) -> dict[str, Any]:
 
 
 class Running:
-    def __init__(self, fake: FakeClient, cluster: ClusterController, registry: MemberRegistry):
-        self.fake, self.cluster, self.registry = fake, cluster, registry
+    def __init__(self, fake: FakeClient, cluster: ClusterController, members: Members):
+        self.fake, self.cluster, self.members = fake, cluster, members
         self.status: ClusterStatusController | None = None
 
     async def ready(self, reason: str) -> dict[str, Any]:
@@ -78,7 +78,7 @@ class Running:
 
     async def connected(self) -> None:
         async def registered() -> bool:
-            return self.registry.get("m") is not None
+            return self.members.get("m") is not None
 
         await eventually(registered, timeout=10)
 
@@ -97,10 +97,10 @@ async def running(tmp_path: Path, *, with_status: bool = True) -> AsyncIterator[
     fake = FakeClient()
     fake.install_crds(crd_paths())
     manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
-    registry = MemberRegistry(manager, scratch=tmp_path)
-    state = Running(fake, setup_cluster_controller(manager, registry), registry)
+    members = Members.of(manager, temp_dir=tmp_path)
+    state = Running(fake, setup_cluster_controller(manager, members), members)
     if with_status:
-        state.status = setup_cluster_status_controller(manager, registry, HOURLY)
+        state.status = setup_cluster_status_controller(manager, members, HOURLY)
     async with anyio.create_task_group() as group:
         await group.start(manager.start)
         yield state
@@ -134,7 +134,7 @@ async def test_a_non_utf8_token_is_reported_and_not_retried_until_the_secret_cha
 async def test_the_credentials_watch_leaves_the_hosts_secret_kind_unscoped(tmp_path: Path) -> None:
     # Secrets are resource templates too: the detector lists them in any namespace.
     async with running(tmp_path) as env:
-        manager = env.registry.manager
+        manager = env.members.manager
         template = {**secret(b"app-token"), "metadata": {"name": "app", "namespace": "apps"}}
         await env.fake.create(template)
         await env.fake.create(secret(b"a-usable-token"))
@@ -142,28 +142,23 @@ async def test_the_credentials_watch_leaves_the_hosts_secret_kind_unscoped(tmp_p
         assert [item["metadata"]["name"] for item in listed["items"]] == ["app"]
         assert listed["items"][0]["data"] == template["data"]
 
-        # The credentials are watched through a cache of their own: metadata of one namespace.
-        credentials = cluster_secret_cache(manager, "karmada-cluster")
-        (scope, informer), *others = credentials.informers().items()
-        assert not others
-        assert scope.gvk == SECRET
-        assert (scope.namespace, scope.metadata_only) == ("karmada-cluster", True)
+        # The credentials are watched by the member provider's own informer, of one namespace.
+        informer = env.members.provider.secrets
 
         async def seen() -> bool:
             return informer.indexer.get("karmada-cluster/m") is not None
 
         await eventually(seen, timeout=10)
-        assert "data" not in informer.indexer.get("karmada-cluster/m")  # type: ignore[operator]
-        assert cluster_secret_cache(manager, "karmada-cluster") is credentials
+        assert informer.indexer.get("apps/app") is None
 
 
-async def test_the_cluster_controller_alone_reconnects_when_a_missing_secret_appears(
+async def test_the_cluster_controller_alone_engages_when_a_missing_secret_appears(
     tmp_path: Path,
 ) -> None:
     async with running(tmp_path, with_status=False) as env:
         created = await env.fake.create(cluster())
         await env.warning("Secret karmada-cluster/m not found")
-        assert env.registry.get("m") is None
+        assert env.members.get("m") is None
         await env.fake.create(secret(b"a-usable-token", created))
         await env.connected()
 
@@ -182,7 +177,7 @@ async def test_a_cluster_naming_another_clusters_secret_is_refused_until_it_name
         words = "Secret karmada-cluster/other is bound to Cluster 'other', not to Cluster m"
         assert words in condition["message"]
         await env.warning(words)
-        assert env.registry.get("m") is None
+        assert env.members.get("m") is None
         # Its own Secret, bound to it: connected (the watch on Secrets brings it back).
         await env.fake.create(secret(b"my-token", mine))
         mine = await env.fake.get(CLUSTER_GVK, "m")
@@ -222,7 +217,7 @@ async def test_refused_clusters_say_why_in_ready_and_an_event(
         assert condition["message"].startswith("cluster m: ")
         assert words in condition["message"]
         await env.warning(words)
-        assert env.registry.get("m") is None
+        assert env.members.get("m") is None
 
 
 def _jwt(lifetime: float) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 
 from controllers.api import WORK_GVK
 from controllers.catalog import CONTROLLER_MODULES, controller_module
-from controllers.cluster import MemberRegistry
+from controllers.cluster import Members
 from controllers.context import BINDINGS, TEMPLATES, Context, ShardKey
 from controllers.controllermanager import CONTROLLERS, build
 from controllers.rbac import Permissions, Rule, cache, declared
@@ -53,7 +53,7 @@ async def _reconcile(request: Request) -> None:
 
 def _context(*, sharded: bool) -> Context:
     manager = Manager(client=FakeClient())
-    context = Context(manager, MemberRegistry(manager))
+    context = Context(manager, Members.of(manager))
     if sharded:
         context.sharding = Sharding(manager, ShardingOptions("r0", "karmada-system"))
     return context

@@ -9,7 +9,7 @@ import pytest
 
 from controllers import interpreterconfig
 from controllers.api import crd_paths
-from controllers.cluster import MemberRegistry
+from controllers.cluster import Members
 from controllers.context import Context
 from controllers.interpreter import Operation
 from controllers.interpreter.webhook import WebhookBackend
@@ -40,7 +40,7 @@ def _customization(script: str) -> dict[str, Any]:
 async def test_customizations_follow_the_api_and_bad_lua_is_an_event() -> None:
     fake = FakeClient(crds=load_crds(crd_paths()))
     manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
-    context = Context(manager, MemberRegistry(manager))
+    context = Context(manager, Members.of(manager))
     interpreterconfig.setup(context)
     async with anyio.create_task_group() as group:
         await group.start(manager.start)
@@ -111,7 +111,7 @@ async def test_webhook_backends_are_closed_when_replaced_deleted_or_stopped(
     monkeypatch.setattr(interpreterconfig, "WebhookBackend", Recording)
     fake = FakeClient(crds=load_crds(crd_paths()))
     manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
-    context = Context(manager, MemberRegistry(manager))
+    context = Context(manager, Members.of(manager))
     interpreterconfig.setup(context)
     async with anyio.create_task_group() as group:
         await group.start(manager.start)

@@ -12,7 +12,7 @@ import pytest
 
 from controllers import interpreterconfig
 from controllers.api import crd_paths
-from controllers.cluster import MemberRegistry
+from controllers.cluster import Members
 from controllers.context import Context
 from controllers.interpreter import (
     CustomizationSet,
@@ -57,7 +57,7 @@ async def test_a_quarantined_script_is_a_warning_event_on_its_customization() ->
     fake = FakeClient(crds=load_crds(crd_paths()))
     manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
     interpreter = Interpreter(customizations=CustomizationSet(timeout=0.1, pool=pool))
-    context = Context(manager, MemberRegistry(manager), interpreter=interpreter)
+    context = Context(manager, Members.of(manager), interpreter=interpreter)
     interpreterconfig.setup(context)
     try:
         async with anyio.create_task_group() as group:
@@ -95,7 +95,7 @@ async def test_a_check_that_found_no_free_worker_is_retried_not_refused() -> Non
     manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
     # No wait for a worker at all: any check meeting a busy worker fails with LuaBusy.
     interpreter = Interpreter(customizations=CustomizationSet(queue_timeout=0.0, pool=pool))
-    context = Context(manager, MemberRegistry(manager), interpreter=interpreter)
+    context = Context(manager, Members.of(manager), interpreter=interpreter)
     interpreterconfig.setup(context)
     slow = LuaScript(
         "function InterpretHealth(o) local t = os.clock() while os.clock() - t < 0.9 do end "

@@ -1,10 +1,9 @@
-"""Registry keeps one client and cache per member cluster, made from its Cluster object.
+"""Connection says how a member cluster is reached from its Cluster object, and what it may ask for.
 
 A member is reached at ``spec.apiEndpoint`` with the Secret named by ``spec.secretRef`` (keys
 ``token`` and ``caBundle``), as ``reconcile join`` writes it; for local use a kubeconfig file per
-cluster name may be given instead. The registry adds the member to the manager as a named
-``reconcile.Cluster`` (so controllers can watch it) and replaces it when its connection details
-change, removes it when the Cluster goes.
+cluster name may be given instead. ``ClusterProvider`` (``provider``) engages each member so,
+through these functions, and the admission webhook checks Clusters with them.
 
 Whoever may write Clusters would otherwise choose where the controller-manager sends member
 credentials, so what a Cluster may ask for is bounded (``MemberOptions``):
@@ -29,10 +28,6 @@ the process's ``HTTPS_PROXY``, and TLS always runs end to end to the member. A C
 a rule raises ``MemberConfigError``, whose ``reason`` names the rule and whose message says what
 to change (never the token); an older connection of that member is dropped, since the Cluster as
 it now is cannot be used.
-
-A new connection comes with a new cache, whose informers start empty: controllers that watch
-member objects through it subscribe (``on_connected``) to hear of every (re)connection and look at
-that member's objects again.
 """
 
 from __future__ import annotations
@@ -43,13 +38,12 @@ import binascii
 import hashlib
 import re
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Self
 from urllib.parse import urlsplit, urlunsplit
 
-import anyio
 import orjson
 
 from controllers.api import (
@@ -63,13 +57,8 @@ from controllers.cluster.expiry import TokenLifetime, token_lifetime
 from controllers.flags import FlagSet
 from reconcile import (
     GVK,
-    Cluster,
     ClusterConfig,
     ConfigError,
-    Forbidden,
-    Manager,
-    NotFound,
-    Unauthorized,
 )
 
 __all__ = [
@@ -79,18 +68,19 @@ __all__ = [
     "INVALID_SECRET",
     "SECRET_NOT_BOUND",
     "SECRET_NOT_FOUND",
-    "SECRET_NOT_READABLE",
     "SECRET_REF_NOT_ALLOWED",
     "MemberConfigError",
+    "MemberConnection",
     "MemberOptions",
-    "MemberRegistry",
     "kubeconfig_file_fingerprint",
     "kubeconfig_fingerprint",
     "member_config",
+    "member_connection",
     "member_credentials",
     "member_endpoint",
     "member_kubeconfig",
     "member_spec",
+    "secret_name",
     "secret_reference",
 ]
 
@@ -104,8 +94,6 @@ SECRET_REF_NOT_ALLOWED: Final = "SecretRefNotAllowed"
 """A Secret reference is missing, has no name, or points outside the cluster namespace."""
 SECRET_NOT_FOUND: Final = "SecretNotFound"
 """The referenced Secret does not exist (nor, maybe, its namespace)."""
-SECRET_NOT_READABLE: Final = "SecretNotReadable"
-"""The apiserver refused reading the Secret (403/401): the RBAC does not cover it."""
 INVALID_SECRET: Final = "InvalidSecret"
 """The Secret has no usable token (missing, not base64, not UTF-8, not header-safe) or caBundle."""
 INVALID_KUBECONFIG: Final = "InvalidKubeconfig"
@@ -331,129 +319,51 @@ def _check_ca_bundle(pem: bytes | None, where: str) -> None:
         raise MemberConfigError(INVALID_SECRET, f"{problem} ({error})") from None
 
 
-class MemberRegistry:
-    """Member clusters by name, each a ``reconcile.Cluster`` registered with the manager."""
+@dataclass(frozen=True)
+class MemberConnection:
+    """How a member is reached, as its Cluster (and Secret, or kubeconfig file) say."""
 
-    def __init__(
-        self,
-        manager: Manager,
-        *,
-        kubeconfigs: Mapping[str, Path] | None = None,
-        scratch: Path | None = None,
-        options: MemberOptions | None = None,
-    ) -> None:
-        self.manager = manager
-        self.kubeconfigs = dict(kubeconfigs or {})
-        self.options = options or MemberOptions()
-        self._scratch = scratch
-        self._fingerprints: dict[str, str] = {}
-        self._lifetimes: dict[str, TokenLifetime | None] = {}
-        self._listeners: list[Callable[[str], None]] = []
-        # The cluster and member-connections controllers both ensure a member: one at a time, so
-        # the second finds the first's connection instead of replacing it. A lock lives while
-        # its member is registered or an ensure holds or awaits it (``_prune_lock``), so Clusters
-        # that come and go, or never connect, leave none behind.
-        self._locks: dict[str, anyio.Lock] = {}
+    source: Path | dict[str, Any]
+    """The kubeconfig file, or the kubeconfig ``member_kubeconfig`` made (``member_config``)."""
+    fingerprint: str
+    """Equal fingerprints, same connection (the token not shown)."""
+    lifetime: TokenLifetime | None
+    """When the token expires; None for a kubeconfig file or a token that is no JWT."""
 
-    def on_connected(self, listener: Callable[[str], None]) -> None:
-        """Call ``listener(name)`` each time member ``name`` gets a new client and cache."""
-        self._listeners.append(listener)
 
-    def get(self, name: str) -> Cluster | None:
-        """The member called ``name``, or None while it is not (yet) registered."""
-        return self.manager.clusters.get(name) if name in self._fingerprints else None
+def member_connection(
+    cluster: Mapping[str, Any],
+    secret: Mapping[str, Any] | None,
+    options: MemberOptions,
+    kubeconfigs: Mapping[str, Path] | None = None,
+) -> MemberConnection:
+    """The connection to the member of ``cluster``: its kubeconfig file if ``kubeconfigs`` has
+    one for its name, else its endpoint with ``secret``, the Secret of the cluster namespace
+    named as ``spec.secretRef`` names (``secret_name``; None if there is none).
 
-    def names(self) -> list[str]:
-        """Registered members, sorted."""
-        return sorted(self._fingerprints)
+    Raises:
+        MemberConfigError: the Cluster or Secret breaks a rule (``member_spec``,
+            SECRET_NOT_FOUND, ``member_kubeconfig``), or the kubeconfig file cannot be read.
+    """
+    name = str(cluster["metadata"]["name"])
+    if kubeconfigs and name in kubeconfigs:
+        path = kubeconfigs[name]
+        return MemberConnection(path, kubeconfig_file_fingerprint(path), None)
+    endpoint, named = member_spec(cluster_spec(cluster), options)
+    where = f"Secret {options.cluster_namespace}/{named}"
+    if secret is None:
+        raise MemberConfigError(SECRET_NOT_FOUND, f"{where} not found")
+    kubeconfig = member_kubeconfig(cluster, endpoint, secret, where)
+    token = kubeconfig["users"][0]["user"]["token"]
+    return MemberConnection(kubeconfig, kubeconfig_fingerprint(kubeconfig), token_lifetime(token))
 
-    async def ensure(self, cluster: Mapping[str, Any]) -> Cluster:
-        """Register (or re-register after a change) the member for a Cluster object.
 
-        Raises:
-            MemberConfigError: no usable or allowed endpoint, Secret or kubeconfig; the member
-                is then no longer registered.
-            ApiError: the Secret could not be read for another reason (e.g. a timeout).
-        """
-        name = str(cluster["metadata"]["name"])
-        lock = self._locks.setdefault(name, anyio.Lock())
-        try:
-            async with lock:
-                try:
-                    return await self._ensure(name, cluster)
-                except MemberConfigError as error:
-                    # Under the lock: a concurrent ensure's fresh connection must not go too.
-                    self._disconnect(name)
-                    message = f"cluster {name}: {error}"
-                    raise MemberConfigError(error.reason, message) from None
-        finally:
-            self._prune_lock(name, lock)
-
-    async def _ensure(self, name: str, cluster: Mapping[str, Any]) -> Cluster:
-        source, fingerprint, lifetime = await self._source(name, cluster)
-        current = self.get(name)
-        if current is not None and self._fingerprints.get(name) == fingerprint:
-            return current
-        config = await self._config(name, source)
-        self._disconnect(name)
-        member = self.manager.add_cluster(name, config)
-        self._fingerprints[name] = fingerprint
-        self._lifetimes[name] = lifetime
-        for listener in self._listeners:
-            listener(name)
-        return member
-
-    def token_lifetime(self, name: str) -> TokenLifetime | None:
-        """When the token member ``name`` is connected with expires (``expiry``), None when it
-        is not connected or the expiry is unknown (a kubeconfig file, a token that is no JWT)."""
-        return self._lifetimes.get(name) if name in self._fingerprints else None
-
-    def remove(self, name: str) -> None:
-        """Forget the member (stops its cache and closes its clients)."""
-        self._disconnect(name)
-        lock = self._locks.get(name)
-        if lock is not None:
-            self._prune_lock(name, lock)
-
-    def _disconnect(self, name: str) -> None:
-        self._lifetimes.pop(name, None)
-        if self._fingerprints.pop(name, None) is not None:
-            self.manager.remove_cluster(name)
-
-    def _prune_lock(self, name: str, lock: anyio.Lock) -> None:
-        """Drop a member's lock once no member is registered under it and nobody holds or
-        awaits it (a waiter keeps the object it waits on: a new lock would let two in)."""
-        if name in self._fingerprints or lock.locked() or lock.statistics().tasks_waiting:
-            return
-        if self._locks.get(name) is lock:
-            del self._locks[name]
-
-    async def _source(
-        self, name: str, cluster: Mapping[str, Any]
-    ) -> tuple[Any, str, TokenLifetime | None]:
-        if name in self.kubeconfigs:
-            path = self.kubeconfigs[name]
-            return path, kubeconfig_file_fingerprint(path), None
-        endpoint, secret_name = member_spec(cluster_spec(cluster), self.options)
-        namespace = self.options.cluster_namespace
-        where = f"Secret {namespace}/{secret_name}"
-        secret = await self._secret(namespace, secret_name)
-        kubeconfig = member_kubeconfig(cluster, endpoint, secret, where)
-        token = kubeconfig["users"][0]["user"]["token"]
-        return kubeconfig, kubeconfig_fingerprint(kubeconfig), token_lifetime(token)
-
-    async def _secret(self, namespace: str, name: str) -> dict[str, Any]:
-        where = f"Secret {namespace}/{name}"
-        try:
-            return await self.manager.api_reader.get(SECRET, name, namespace=namespace)
-        except NotFound:
-            raise MemberConfigError(SECRET_NOT_FOUND, f"{where} not found") from None
-        except (Forbidden, Unauthorized) as error:
-            detail = f"{where} cannot be read ({error.reason}): {error.message[:_PREVIEW]}"
-            raise MemberConfigError(SECRET_NOT_READABLE, detail) from None
-
-    async def _config(self, name: str, source: Any) -> ClusterConfig:
-        return await member_config(name, source, temp_dir=self._scratch)
+def secret_name(cluster: Mapping[str, Any]) -> str | None:
+    """The name ``spec.secretRef`` gives, None if it gives none (whatever its namespace: the
+    Secret is looked up in the cluster namespace, and ``member_spec`` refuses another)."""
+    reference = cluster_spec(cluster).get("secretRef")
+    name = reference.get("name") if isinstance(reference, Mapping) else None
+    return name if isinstance(name, str) and name else None
 
 
 def member_kubeconfig(

@@ -1,4 +1,4 @@
-"""The member-connection rules of the registry: endpoints, Secret references, Secret contents."""
+"""The member-connection rules: endpoints, Secret references, Secret contents and binding."""
 
 from __future__ import annotations
 
@@ -17,16 +17,15 @@ from controllers.cluster import (
     INVALID_SECRET,
     SECRET_NOT_BOUND,
     SECRET_NOT_FOUND,
-    SECRET_NOT_READABLE,
     SECRET_REF_NOT_ALLOWED,
     MemberConfigError,
     MemberOptions,
-    MemberRegistry,
     member_credentials,
     member_endpoint,
     secret_reference,
 )
-from reconcile import GVK, Forbidden, Manager, ManagerOptions
+from controllers.cluster.connection import member_config, member_connection, secret_name
+from reconcile import GVK, ClusterConfig, NotFound
 from testenv import FakeClient
 from testenv.certs import CertificateAuthority
 
@@ -230,7 +229,7 @@ def test_a_secret_whose_data_is_not_a_map_is_refused() -> None:
     assert caught.value.reason == INVALID_SECRET
 
 
-# -- the registry on a fake host ---------------------------------------------------------------
+# -- a Cluster and its Secret on a fake host -------------------------------------------------
 
 
 def cluster(name: str = "m", **spec: Any) -> dict[str, Any]:
@@ -247,7 +246,7 @@ def cluster(name: str = "m", **spec: Any) -> dict[str, Any]:
 
 
 class Reads:
-    """Records the Secrets the registry asks the host for."""
+    """Records the Secrets asked of the host."""
 
     def __init__(self, fake: FakeClient) -> None:
         self.names: list[str] = []
@@ -292,58 +291,79 @@ def fake() -> FakeClient:
     return fake
 
 
-def registry_on(fake: FakeClient, tmp_path: Path, **options: Any) -> MemberRegistry:
-    manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
-    return MemberRegistry(manager, scratch=tmp_path, options=MemberOptions(**options))
+class Connector:
+    """What ``ClusterProvider`` does with one Cluster: the Secret of the cluster namespace its
+    secretRef names (``secret_name``; the provider's informer holds them), the connection the
+    Cluster and that Secret make (``member_connection``), the config it loads (``member_config``).
+    """
+
+    def __init__(self, fake: FakeClient, tmp_path: Path, **options: Any) -> None:
+        self.fake, self.tmp_path = fake, tmp_path
+        self.options = MemberOptions(**options)
+        self.kubeconfigs: dict[str, Path] = {}
+
+    async def ensure(self, cluster: dict[str, Any]) -> ClusterConfig:
+        name = str(cluster["metadata"]["name"])
+        try:
+            connection = member_connection(
+                cluster, await self._secret(cluster), self.options, self.kubeconfigs
+            )
+            return await member_config(name, connection.source, temp_dir=self.tmp_path)
+        except MemberConfigError as error:  # as the provider words it
+            raise MemberConfigError(error.reason, f"cluster {name}: {error}") from None
+
+    async def _secret(self, cluster: dict[str, Any]) -> dict[str, Any] | None:
+        name = secret_name(cluster)
+        if name is None:
+            return None
+        try:
+            return await self.fake.get(SECRET, name, namespace=self.options.cluster_namespace)
+        except NotFound:
+            return None
+
+
+def connector(fake: FakeClient, tmp_path: Path, **options: Any) -> Connector:
+    return Connector(fake, tmp_path, **options)
 
 
 @asyncio
 async def test_a_host_port_endpoint_is_reached_over_https(fake: FakeClient, tmp_path: Path) -> None:
-    registry = registry_on(fake, tmp_path)
-    member = await registry.ensure(cluster())
-    assert member.api_reader.config.host == "https://10.0.0.1:6443"
-    assert registry.names() == ["m"]
-    assert await registry.ensure(cluster()) is member, "unchanged details keep the connection"
+    members = connector(fake, tmp_path)
+    member = await members.ensure(cluster())
+    assert member.host == "https://10.0.0.1:6443"
 
 
 @asyncio
-async def test_a_foreign_secret_is_refused_before_it_is_read(
-    fake: FakeClient, tmp_path: Path
-) -> None:
+async def test_a_foreign_secret_is_refused_and_never_read(fake: FakeClient, tmp_path: Path) -> None:
     reads = Reads(fake)
-    registry = registry_on(fake, tmp_path)
+    members = connector(fake, tmp_path)
     stolen = cluster(secretRef={"namespace": "kube-system", "name": "admin-token"})
     with pytest.raises(MemberConfigError) as caught:
-        await registry.ensure(stolen)
+        await members.ensure(stolen)
     assert caught.value.reason == SECRET_REF_NOT_ALLOWED
     assert str(caught.value).startswith("cluster m: spec.secretRef names Secret kube-system/")
-    assert reads.names == []
-    assert registry.get("m") is None
+    assert all(name.startswith("karmada-cluster/") for name in reads.names), reads.names
 
 
 @asyncio
-async def test_an_http_endpoint_is_refused_before_the_secret_is_read(
-    fake: FakeClient, tmp_path: Path
-) -> None:
-    reads = Reads(fake)
-    registry = registry_on(fake, tmp_path)
+async def test_an_http_endpoint_is_refused_unless_allowed(fake: FakeClient, tmp_path: Path) -> None:
+    members = connector(fake, tmp_path)
     with pytest.raises(MemberConfigError) as caught:
-        await registry.ensure(cluster(apiEndpoint="http://127.0.0.1:8080"))
+        await members.ensure(cluster(apiEndpoint="http://127.0.0.1:8080"))
     assert caught.value.reason == INSECURE_ENDPOINT
-    assert reads.names == []
-    allowed = registry_on(fake, tmp_path, allow_insecure_endpoints=True)
+    allowed = connector(fake, tmp_path, allow_insecure_endpoints=True)
     member = await allowed.ensure(cluster(apiEndpoint="http://127.0.0.1:8080"))
-    assert member.api_reader.config.host == "http://127.0.0.1:8080"
+    assert member.host == "http://127.0.0.1:8080"
 
 
 @asyncio
 async def test_an_impersonator_secret_elsewhere_is_refused(
     fake: FakeClient, tmp_path: Path
 ) -> None:
-    registry = registry_on(fake, tmp_path)
+    members = connector(fake, tmp_path)
     impersonator = {"namespace": "kube-system", "name": "admin-token"}
     with pytest.raises(MemberConfigError) as caught:
-        await registry.ensure(cluster(impersonatorSecretRef=impersonator))
+        await members.ensure(cluster(impersonatorSecretRef=impersonator))
     assert caught.value.reason == SECRET_REF_NOT_ALLOWED
     assert "spec.impersonatorSecretRef" in str(caught.value)
 
@@ -353,45 +373,28 @@ async def test_secrets_are_read_from_the_configured_cluster_namespace(
     fake: FakeClient, tmp_path: Path
 ) -> None:
     reads = Reads(fake)
-    registry = registry_on(fake, tmp_path, cluster_namespace="kube-system")
+    members = connector(fake, tmp_path, cluster_namespace="kube-system")
     reference = {"namespace": "kube-system", "name": "admin-token"}
-    await registry.ensure(cluster(secretRef=reference))
+    await members.ensure(cluster(secretRef=reference))
     assert reads.names == ["kube-system/admin-token"]
     with pytest.raises(MemberConfigError, match="read only from namespace kube-system"):
-        await registry.ensure(cluster())
+        await members.ensure(cluster())
 
 
 @asyncio
 async def test_a_missing_secret_or_reference_is_a_config_error(
     fake: FakeClient, tmp_path: Path
 ) -> None:
-    registry = registry_on(fake, tmp_path)
+    members = connector(fake, tmp_path)
     with pytest.raises(MemberConfigError) as caught:
-        await registry.ensure(cluster("ghost"))
+        await members.ensure(cluster("ghost"))
     assert caught.value.reason == SECRET_NOT_FOUND
     assert "Secret karmada-cluster/ghost not found" in str(caught.value)
     no_reference = cluster()
     del no_reference["spec"]["secretRef"]
     with pytest.raises(MemberConfigError, match=r"spec\.secretRef is missing") as caught:
-        await registry.ensure(no_reference)
+        await members.ensure(no_reference)
     assert caught.value.reason == SECRET_REF_NOT_ALLOWED
-
-
-@asyncio
-async def test_a_secret_the_controller_may_not_read_is_a_config_error(
-    fake: FakeClient, tmp_path: Path
-) -> None:
-    async def forbidden(
-        gvk: GVK, name: str, *, namespace: str | None = None, metadata_only: bool = False
-    ) -> dict[str, Any]:
-        message = f'secrets "{name}" is forbidden: User "system:serviceaccount:x:y" cannot get'
-        raise Forbidden({"code": 403, "reason": "Forbidden", "message": message})
-
-    fake.get = forbidden  # type: ignore[assignment]
-    with pytest.raises(MemberConfigError) as caught:
-        await registry_on(fake, tmp_path).ensure(cluster())
-    assert caught.value.reason == SECRET_NOT_READABLE
-    assert "Secret karmada-cluster/m cannot be read (Forbidden)" in str(caught.value)
 
 
 @asyncio
@@ -404,29 +407,19 @@ async def test_a_non_utf8_token_is_a_config_error(fake: FakeClient, tmp_path: Pa
     }
     await fake.update(broken)
     with pytest.raises(MemberConfigError) as caught:
-        await registry_on(fake, tmp_path).ensure(cluster())
+        await connector(fake, tmp_path).ensure(cluster())
     assert caught.value.reason == INVALID_SECRET
     assert str(caught.value) == "cluster m: Secret karmada-cluster/m: data.token is not UTF-8 text"
-
-
-@asyncio
-async def test_a_config_error_drops_the_older_connection(fake: FakeClient, tmp_path: Path) -> None:
-    registry = registry_on(fake, tmp_path)
-    await registry.ensure(cluster())
-    with pytest.raises(MemberConfigError):
-        await registry.ensure(cluster(apiEndpoint="http://10.0.0.1:6443"))
-    assert registry.get("m") is None
-    assert "m" not in registry.manager.clusters
 
 
 @asyncio
 async def test_an_unreadable_member_kubeconfig_is_a_config_error(
     fake: FakeClient, tmp_path: Path
 ) -> None:
-    manager = Manager(client=fake, options=ManagerOptions(metrics_bind_address="0"))
-    registry = MemberRegistry(manager, kubeconfigs={"m": tmp_path / "absent.kubeconfig"})
+    members = connector(fake, tmp_path)
+    members.kubeconfigs["m"] = tmp_path / "absent.kubeconfig"
     with pytest.raises(MemberConfigError) as caught:
-        await registry.ensure(cluster())
+        await members.ensure(cluster())
     assert caught.value.reason == INVALID_KUBECONFIG
     assert "absent.kubeconfig" in str(caught.value)
 
@@ -448,21 +441,18 @@ async def test_another_clusters_secret_is_refused_and_its_token_never_sent(
 ) -> None:
     """#26 item 6: a Cluster pointing at an endpoint of its writer's choosing and at member m's
     Secret gets no connection (its token would go to that endpoint)."""
-    registry = registry_on(fake, tmp_path)
+    members = connector(fake, tmp_path)
     thief = cluster(
         "thief",
         apiEndpoint="https://attacker.example",
         secretRef={"namespace": "karmada-cluster", "name": "m"},
     )
     with pytest.raises(MemberConfigError) as caught:
-        await registry.ensure(thief)
+        await members.ensure(thief)
     assert caught.value.reason == SECRET_NOT_BOUND
     assert "Secret karmada-cluster/m is bound to Cluster 'm', not to Cluster thief" in str(
         caught.value
     )
-    assert registry.get("thief") is None
-    assert "thief" not in registry.manager.clusters
-    assert registry.token_lifetime("thief") is None
 
 
 @pytest.mark.parametrize(
@@ -490,36 +480,11 @@ async def test_a_secret_not_bound_to_its_cluster_is_refused_saying_how_to_bind(
     fake: FakeClient, tmp_path: Path, owners: list[dict[str, Any]] | None, words: str
 ) -> None:
     await _secret_of(fake, "m", owners)
-    registry = registry_on(fake, tmp_path)
+    members = connector(fake, tmp_path)
     with pytest.raises(MemberConfigError) as caught:
-        await registry.ensure(cluster())
+        await members.ensure(cluster())
     assert caught.value.reason == SECRET_NOT_BOUND
     assert words in str(caught.value)
-    assert registry.get("m") is None
-
-
-@asyncio
-async def test_unbinding_the_secret_drops_the_connection(fake: FakeClient, tmp_path: Path) -> None:
-    registry = registry_on(fake, tmp_path)
-    await registry.ensure(cluster())
-    await _secret_of(fake, "m", bound_to("intruder"))
-    with pytest.raises(MemberConfigError, match="bound to Cluster 'intruder'"):
-        await registry.ensure(cluster())
-    assert registry.get("m") is None
-    assert "m" not in registry.manager.clusters
-
-
-@asyncio
-async def test_member_locks_go_with_their_members(fake: FakeClient, tmp_path: Path) -> None:
-    registry = registry_on(fake, tmp_path)
-    await registry.ensure(cluster())
-    assert list(registry._locks) == ["m"], "a registered member keeps its lock"
-    registry.remove("m")
-    assert registry._locks == {}
-    for index in range(50):  # Clusters that never connect leave nothing behind either
-        with pytest.raises(MemberConfigError):
-            await registry.ensure(cluster(f"ghost-{index}"))
-    assert registry._locks == {}
 
 
 # -- the controller-manager's flags ------------------------------------------------------------

@@ -1,0 +1,130 @@
+"""Members is how the controllers reach member clusters: the clusters a ``ClusterProvider`` engaged.
+
+The controller-manager runs one ``ClusterProvider`` (on every replica, as ``reconcile``'s Manager
+runs providers), which engages the member of each Karmada ``Cluster`` of the host: each engaged
+member has its own client and cache in the manager (``manager.get_cluster(name)``), started
+before the multi-cluster controllers' sources there, stopped when the Cluster goes or its
+connection details change (then engaged anew). ``Members`` is the controllers' view of it:
+
+- ``get(name)``: the engaged member's ``reconcile.Cluster``, None while it is not engaged;
+- ``problem(name)``: the rule a Cluster breaks (``MemberConfigError``, whose reason the
+  cluster-status controller puts in Ready and the cluster controller in a Warning Event);
+- ``token_lifetime(name)``: when the engaged member's token expires (``TokenExpiring``);
+- ``changes()``: a Source that enqueues a Cluster each time its outcome changes (engaged,
+  refused, disengaged), so controllers that report on Clusters hear of it without polling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskGroup
+
+from controllers.cluster.connection import MemberConfigError, MemberOptions
+from controllers.cluster.expiry import TokenLifetime
+from controllers.cluster.provider import ClusterProvider
+from reconcile import Cluster, Manager, Request, WorkQueue
+
+__all__ = ["MemberChanges", "Members"]
+
+
+class Members:
+    """The member clusters engaged by ``provider`` in ``manager``.
+
+    Args:
+        manager: the manager the provider engages clusters in.
+        provider: the provider of the Karmada Clusters' members (added to the manager by
+            ``serve``).
+    """
+
+    def __init__(self, manager: Manager, provider: ClusterProvider) -> None:
+        self.manager = manager
+        self.provider = provider
+        self._served = False
+
+    @classmethod
+    def of(
+        cls,
+        manager: Manager,
+        *,
+        options: MemberOptions | None = None,
+        kubeconfigs: Mapping[str, Path] | None = None,
+        temp_dir: Path | None = None,
+    ) -> Members:
+        """Members over a ``ClusterProvider`` of the manager's host (not serving yet).
+
+        ``options`` bound what Clusters may ask for; ``kubeconfigs`` give a kubeconfig file per
+        cluster name instead (``--member-kubeconfig``); ``temp_dir`` is where a client key is
+        written for the instant ``ssl`` loads it.
+        """
+        provider = ClusterProvider(
+            manager.api_reader, options=options, kubeconfigs=kubeconfigs, temp_dir=temp_dir
+        )
+        return cls(manager, provider)
+
+    def serve(self) -> Members:
+        """Have the manager run the provider (once, however often called): what each
+        controller that reaches members calls in its setup, so a process running none of them
+        engages no member."""
+        if not self._served:
+            self._served = True
+            self.manager.add_provider(self.provider)
+        return self
+
+    @property
+    def options(self) -> MemberOptions:
+        """Which member connections Clusters may ask for."""
+        return self.provider.options
+
+    def get(self, name: str) -> Cluster | None:
+        """The member called ``name``, or None while it is not engaged."""
+        if name not in self.provider.engaged:
+            return None
+        return self.manager.clusters.get(name)
+
+    def names(self) -> list[str]:
+        """The engaged members, sorted."""
+        return sorted(self.provider.engaged)
+
+    def problem(self, name: str) -> MemberConfigError | None:
+        """Why the Cluster ``name`` is not engaged (the rule it breaks); None if it breaks none."""
+        return self.provider.problem(name)
+
+    def token_lifetime(self, name: str) -> TokenLifetime | None:
+        """When the token member ``name`` is engaged with expires; None when not engaged or
+        unknown (a kubeconfig file, a token that is no JWT)."""
+        return self.provider.token_lifetime(name)
+
+    def changes(self) -> MemberChanges:
+        """A Source enqueuing the Cluster whose member was engaged, refused or disengaged
+        (serving the members)."""
+        return MemberChanges(self.serve().provider)
+
+
+class MemberChanges:
+    """A Source: each change of a Cluster's outcome in the provider enqueues that Cluster."""
+
+    def __init__(self, provider: ClusterProvider) -> None:
+        self.provider = provider
+        self._remove: Callable[[], None] | None = None
+
+    async def start(self, queue: WorkQueue[Request], task_group: TaskGroup) -> None:
+        """Listen to the provider; never blocks."""
+        self.stop()
+        self._remove = self.provider.on_change(lambda name: queue.add(Request(name)))
+        await anyio.lowlevel.checkpoint()
+
+    def stop(self) -> None:
+        """Stop listening (idempotent)."""
+        remove, self._remove = self._remove, None
+        if remove is not None:
+            remove()
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """Changes have no initial state: synced at once."""
+        await anyio.lowlevel.checkpoint()
+
+    def __str__(self) -> str:
+        return "member changes source"

@@ -1,6 +1,6 @@
 """Controllermanager assembles the multi-cluster controllers into one reconcile Manager.
 
-``build(manager, controllers=...)`` creates the shared Context (member registry, interpreter) and
+``build(manager, controllers=...)`` creates the shared Context (members, interpreter) and
 sets up the named controllers (all by default, like karmada-controller-manager's ``--controllers``
 with ``*``): cluster, cluster-status, interpreter-config, detector, scheduler, binding, execution,
 status, workload-rebalancer, namespace, dependencies-distributor, cluster-taint-policy,

@@ -76,8 +76,8 @@ MEMBER_SECRETS: Final = Rule(
     ("",),
     ("secrets",),
     ("get", "list", "watch"),
-    "member provider: each member's token and CA, from the Secrets of the cluster namespace "
-    "(watched, so a changed Secret re-engages its member); cluster namespace only",
+    "member provider: each member's token and CA, from its watch of the Secrets of the cluster "
+    "namespace (a changed Secret re-engages its member); cluster namespace only",
     namespace=KARMADA_CLUSTER_NAMESPACE,
 )
 PERMISSIONS: Final = Permissions(

@@ -3,13 +3,13 @@
 What karmada-webhook's cluster handler refuses: a name that is no DNS-1123 label of at most 48
 characters (the execution namespace ``karmada-es-<name>`` must be a valid name too) and a
 ``spec.proxyURL`` whose scheme is not http, https or socks5. Then what the controller-manager's
-member registry would refuse for a Push cluster (``controllers.cluster.connection.member_spec``, so
+member provider would refuse for a Push cluster (``controllers.cluster.connection.member_spec``, so
 the rules are the same code): an ``apiEndpoint`` that is not https (unless insecure endpoints are
 allowed), carries user info, a query or fragment; ``insecureSkipTLSVerification``; a
 ``secretRef`` or ``impersonatorSecretRef`` outside the cluster namespace. The message names the
 rule's reason (``InvalidEndpoint``, ...) as the Cluster's Ready condition would. Pull clusters are
 reached by their agent, so their endpoint is not checked. Whether the Secret exists and holds a
-usable token is the registry's to find out: a Cluster is often created before its Secret. An
+usable token is the provider's to find out: a Cluster is often created before its Secret. An
 update is refused only for a problem the Cluster did not have before (``fields.new_problems``).
 
 One rule reads the host (#26 item 6): a ``secretRef`` or ``impersonatorSecretRef`` naming a

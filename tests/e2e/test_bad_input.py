@@ -342,7 +342,7 @@ async def _refused_member_configurations(stack: Stack, names: dict[str, str], po
                 "spec": spec,
             }
         )
-    # Bound as join binds them: the registry reads a Secret's token only for its own Cluster.
+    # Bound as join binds them: the provider uses a Secret's token only for its own Cluster.
     uid = (await stack.host.get(CLUSTER_GVK, names["binary"]))["metadata"]["uid"]
     owners = {"metadata": {"ownerReferences": [owner_reference(names["binary"], uid)]}}
     await stack.host.patch(SECRET, names["binary"], owners, namespace="karmada-cluster")

@@ -199,11 +199,11 @@ async def test_a_replaced_member_connection_keeps_repairing(
 async def _a_replaced_member_connection_keeps_repairing(stack: Stack) -> None:
     ns = stack.namespace
     assert stack.context is not None
-    registry = stack.context.members
+    members = stack.context.members
     await stack.host.create(new_deployment("api", ns, 3))
     await stack.host.create(new_policy("api", ns, "api"))
     await stack.wait_replicas("api", {"member1": 2, "member2": 1})
-    before = registry.get("member2")
+    before = members.get("member2")
     assert before is not None
 
     # Joining again issues a new token: the member gets a new connection (client and cache).
@@ -211,7 +211,7 @@ async def _a_replaced_member_connection_keeps_repairing(stack: Stack) -> None:
     await join_cluster("member2", host=stack.host, member_kubeconfig=kubeconfig)
 
     async def replaced() -> bool:
-        current = registry.get("member2")
+        current = members.get("member2")
         return current is not None and current is not before
 
     await eventually(replaced, timeout=30, interval=0.2)

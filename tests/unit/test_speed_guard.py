@@ -19,8 +19,8 @@ import gc
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Final
 
 import orjson

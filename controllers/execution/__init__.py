@@ -36,6 +36,7 @@ from controllers.execution.retain import (
 from controllers.execution.source import (
     MANAGED_SELECTOR,
     ManagedObjects,
+    MemberObjects,
     managed_informer,
     managed_scope,
     work_request,
@@ -62,6 +63,7 @@ __all__ = [
     "MANAGED_SELECTOR",
     "MEMBER_SYNC_TIMEOUT",
     "ManagedObjects",
+    "MemberObjects",
     "MemberUnavailable",
     "NAME",
     "ObjectRef",

@@ -237,3 +237,46 @@ async def test_a_deleted_secret_disengages_its_cluster() -> None:
             await fake.delete(await fake.get(SECRET, "m", namespace=NAMESPACE))
             await until(engager)
     assert refusals(logs) == [("m", SECRET_NOT_FOUND)]
+
+
+def _jwt(lifetime: int) -> str:
+    """A token as kube-apiserver issues it: a JWT with iat now and exp ``lifetime`` later."""
+    now = 1_800_000_000
+    claims = f'{{"iat":{now},"exp":{now + lifetime}}}'.encode()
+    parts = (b'{"alg":"RS256"}', claims, b"signature")
+    return ".".join(base64.urlsafe_b64encode(p).rstrip(b"=").decode() for p in parts)
+
+
+@asyncio_test
+async def test_its_verdicts_are_read_per_cluster_and_each_change_is_heard() -> None:
+    """What Members gives the cluster controllers: problem, token_lifetime, on_change."""
+    fake = host()
+    created = await fake.create(cluster("m"))
+    engager = RecordingEngager()
+    provider = ClusterProvider(fake)
+    heard: list[str] = []
+    stop_listening = provider.on_change(heard.append)
+    async with running(provider, engager):
+        problem = provider.problem("m")
+        assert problem is not None
+        assert problem.reason == SECRET_NOT_FOUND
+        assert str(problem) == f"cluster m: Secret {NAMESPACE}/m not found"
+        assert provider.token_lifetime("m") is None
+        assert heard == ["m"]
+        await fake.create(secret(created, token=_jwt(3600)))
+        await until(engager, m="https://10.0.0.1:6443")
+        assert provider.problem("m") is None
+        lifetime = provider.token_lifetime("m")
+        assert lifetime is not None
+        assert lifetime.expires - lifetime.issued == 3600
+        assert heard == ["m", "m"]
+        # A status update changes nothing: no verdict to hear of.
+        await fake.update_status({**(await fake.get(CLUSTER_GVK, "m")), "status": {"x": 1}})
+        await fake.delete(CLUSTER_GVK, "m")
+        await until(engager)
+        assert (provider.problem("m"), provider.token_lifetime("m")) == (None, None)
+        assert heard == ["m", "m", "m"]
+        stop_listening()
+        await joined(fake, "n")
+        await until(engager, n="https://10.0.0.1:6443")
+        assert heard == ["m", "m", "m"]

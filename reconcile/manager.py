@@ -117,6 +117,10 @@ class ManagerOptions:
     """The Lease's name; required with leader_election."""
     leader_election_namespace: str = ""
     """The Lease's namespace. Defaults to the in-cluster namespace, else "default"."""
+    leader_election_config: ClusterConfig | None = field(default=None, compare=False)
+    """The cluster the Lease lives in (controller-runtime's ``LeaderElectionConfig``): an agent
+    that reconciles another cluster elects its leader among its own replicas, in the cluster
+    they run in. Defaults to None: the manager's own cluster."""
     lease_duration: float = 15.0
     """Seconds a Lease stays valid without renewal. Defaults to 15."""
     renew_deadline: float = 10.0
@@ -331,6 +335,12 @@ class Manager:
         client = Client(self._config, field_manager=self.options.field_manager)
         client.write_guard = self._refuse_unless_leader
         return client
+
+    def _new_lease_client(self) -> Client:
+        config = self.options.leader_election_config
+        if config is None:
+            return self.pooled_client()
+        return Client(config, field_manager=self.options.field_manager)
 
     @property
     def lease_client(self) -> Client:
@@ -632,7 +642,7 @@ class Manager:
 
     async def _start(self, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as deadline, AsyncExitStack() as stack:
-            self._lease_client = self.pooled_client()
+            self._lease_client = self._new_lease_client()
             stack.push_async_callback(self._close_lease_client)  # after the Leases' release
             await self._start_servers(await _group(stack))
             self._cluster_group = await _group(stack)

@@ -23,14 +23,18 @@ from prometheus_client import CollectorRegistry
 from reconcile import (
     ENGAGED,
     GVK,
+    Client,
     ClusterConfig,
     ControllerOptions,
     Engager,
     Manager,
+    ManagerOptions,
+    NotFound,
     Request,
     Result,
     controller_managed_by,
 )
+from reconcile.leaderelection import LEASE
 from testenv import ControlPlane, Environment, eventually, manager_for, running
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.multicluster]
@@ -255,3 +259,30 @@ async def test_a_disengaged_member_leaves_no_informer_task_or_queued_request(
         assert dropped == 3
         names = [t.name or "" for t in anyio.get_running_tasks() if t.id not in before]
         assert [n for n in names if member.name in n or "informer" in n] == []
+
+
+async def test_leader_election_can_hold_its_lease_in_another_cluster(
+    multicluster: Environment, client: Client, namespace: str
+) -> None:
+    """``leader_election_config``: a manager of the host elects its leader in a member (an
+    agent's replicas run in the member), and no Lease of that name is written on the host."""
+    member = multicluster.members["member1"]
+    lease_id = f"elsewhere-{namespace}"
+    options = ManagerOptions(
+        metrics_bind_address="0",
+        leader_election=True,
+        leader_election_id=lease_id,
+        leader_election_namespace="default",
+        leader_election_config=await ClusterConfig.from_kubeconfig(member.kubeconfig),
+    )
+    manager = await Manager.from_kubeconfig(str(multicluster.host.kubeconfig), options=options)
+    on_member = Client(await ClusterConfig.from_kubeconfig(member.kubeconfig))
+    async with on_member, anyio.create_task_group() as group:
+        await group.start(manager.start)
+        with anyio.fail_after(30):
+            await manager.elected.wait()
+        lease = await on_member.get(LEASE, lease_id, namespace="default")
+        assert lease["spec"]["holderIdentity"]
+        with pytest.raises(NotFound):
+            await client.get(LEASE, lease_id, namespace="default")
+        manager.stop()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from controllers.cluster.health import ClusterHealthOptions
-from controllers.cluster.members import Members
+from controllers.cluster.members import MemberProvider, Members
 from controllers.cluster.status import ClusterStatusOptions
 from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.facade import Interpreter
@@ -58,7 +58,7 @@ class Context:
     """The shared parts the controllers of one controller-manager are built on."""
 
     manager: Manager
-    members: Members
+    members: Members[MemberProvider]
     interpreter: Interpreter = field(default_factory=Interpreter)
     cluster_status: ClusterStatusOptions = field(default_factory=ClusterStatusOptions)
     cluster_health: ClusterHealthOptions = field(default_factory=ClusterHealthOptions)

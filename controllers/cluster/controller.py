@@ -36,7 +36,7 @@ from controllers.api import (
     execution_namespace,
 )
 from controllers.cluster.health import ClusterHealthOptions, HealthMonitor
-from controllers.cluster.members import Members
+from controllers.cluster.members import MemberProvider, Members
 from controllers.cluster.taints import condition_taints, update_taints
 from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
@@ -119,7 +119,7 @@ PERMISSIONS: Final = Permissions(
 class ClusterController:
     """Reconciles Cluster objects: finalizer, execution namespace, taints, member problems."""
 
-    def __init__(self, manager: Manager, members: Members) -> None:
+    def __init__(self, manager: Manager, members: Members[MemberProvider]) -> None:
         self.client = manager.client
         self.members = members
         self.recorder = manager.event_recorder("reconcile-cluster")
@@ -182,7 +182,7 @@ class ClusterController:
 
 
 def setup_cluster_controller(
-    manager: Manager, members: Members, health: ClusterHealthOptions | None = None
+    manager: Manager, members: Members[MemberProvider], health: ClusterHealthOptions | None = None
 ) -> ClusterController:
     """Register the cluster controller and its health monitor (leader only) with ``manager``,
     and have ``members`` served (default ``health``: Karmada's periods)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -26,20 +27,50 @@ from controllers.cluster.connection import MemberConfigError, MemberOptions
 from controllers.cluster.expiry import TokenLifetime
 from controllers.cluster.provider import ClusterProvider
 from reconcile import Cluster, Manager, Request, WorkQueue
+from reconcile.multicluster import Provider
 
-__all__ = ["MemberChanges", "Members"]
+__all__ = ["MemberChanges", "MemberProvider", "Members"]
 
 
-class Members:
+class MemberProvider(Provider, Protocol):
+    """What ``Members`` reads of the provider engaging members: ``ClusterProvider`` in the
+    controller-manager, the agent's one member in ``reconcile agent``."""
+
+    @property
+    def options(self) -> MemberOptions:
+        """Which member connections Clusters may ask for (the cluster namespace above all)."""
+        ...
+
+    @property
+    def engaged(self) -> frozenset[str]:
+        """The names of the clusters it engaged."""
+        ...
+
+    def problem(self, name: str) -> MemberConfigError | None:
+        """Why the Cluster ``name`` is not engaged; None if it breaks no rule."""
+        ...
+
+    def token_lifetime(self, name: str) -> TokenLifetime | None:
+        """When the token member ``name`` is engaged with expires; None if unknown."""
+        ...
+
+    def on_change(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(name)`` on each change of a Cluster's outcome; returns the remover."""
+        ...
+
+
+P = TypeVar("P", bound=MemberProvider, covariant=True)
+
+
+class Members(Generic[P]):
     """The member clusters engaged by ``provider`` in ``manager``.
 
     Args:
         manager: the manager the provider engages clusters in.
-        provider: the provider of the Karmada Clusters' members (added to the manager by
-            ``serve``).
+        provider: the provider of the members (added to the manager by ``serve``).
     """
 
-    def __init__(self, manager: Manager, provider: ClusterProvider) -> None:
+    def __init__(self, manager: Manager, provider: P) -> None:
         self.manager = manager
         self.provider = provider
         self._served = False
@@ -52,7 +83,7 @@ class Members:
         options: MemberOptions | None = None,
         kubeconfigs: Mapping[str, Path] | None = None,
         temp_dir: Path | None = None,
-    ) -> Members:
+    ) -> Members[ClusterProvider]:
         """Members over a ``ClusterProvider`` of the manager's host (not serving yet).
 
         ``options`` bound what Clusters may ask for; ``kubeconfigs`` give a kubeconfig file per
@@ -62,9 +93,9 @@ class Members:
         provider = ClusterProvider(
             manager.api_reader, options=options, kubeconfigs=kubeconfigs, temp_dir=temp_dir
         )
-        return cls(manager, provider)
+        return Members(manager, provider)
 
-    def serve(self) -> Members:
+    def serve(self) -> Members[P]:
         """Have the manager run the provider (once, however often called): what each
         controller that reaches members calls in its setup, so a process running none of them
         engages no member."""
@@ -106,7 +137,7 @@ class Members:
 class MemberChanges:
     """A Source: each change of a Cluster's outcome in the provider enqueues that Cluster."""
 
-    def __init__(self, provider: ClusterProvider) -> None:
+    def __init__(self, provider: MemberProvider) -> None:
         self.provider = provider
         self._remove: Callable[[], None] | None = None
 

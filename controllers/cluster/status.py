@@ -46,7 +46,7 @@ from controllers.api import (
 from controllers.cluster.controller import MEMBER_SECRETS
 from controllers.cluster.expiry import TOKEN_EXPIRING_CONDITION, ExpiryVerdict, expiry_verdict
 from controllers.cluster.lease import renew_cluster_lease
-from controllers.cluster.members import Members
+from controllers.cluster.members import MemberProvider, Members
 from controllers.cluster.taints import NOT_READY_TAINT, UNREACHABLE_TAINT, has_taint
 from controllers.duration import parse_duration
 from controllers.flags import FlagSet
@@ -197,7 +197,7 @@ class ClusterStatusController:
     def __init__(
         self,
         manager: Manager,
-        members: Members,
+        members: Members[MemberProvider],
         options: ClusterStatusOptions | None = None,
     ) -> None:
         self.client = manager.client
@@ -365,7 +365,7 @@ def _resource_summary(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -
 
 
 def setup_cluster_status_controller(
-    manager: Manager, members: Members, options: ClusterStatusOptions | None = None
+    manager: Manager, members: Members[MemberProvider], options: ClusterStatusOptions | None = None
 ) -> ClusterStatusController:
     """Register the cluster status controller with ``manager`` (default options: Karmada's),
     and have ``members`` served."""

@@ -26,6 +26,7 @@ import pytest
 import structlog
 
 from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE
+from controllers.cluster import ClusterProvider
 from controllers.cluster.connection import SECRET
 from controllers.detector import binding_coordinates
 from controllers.rbac import LEASE_NAME, SERVICE_ACCOUNT, aggregated_rules, granted
@@ -260,6 +261,7 @@ async def _only_permitted_kinds_watched(stack: Stack) -> None:
     watched = set()
     # The member provider's own informers: the Clusters, and the Secrets of the cluster namespace.
     provider = stack.context.members.provider
+    assert isinstance(provider, ClusterProvider)
     assert provider.secrets.has_synced()
     assert provider.clusters.has_synced()
     credentials = [(SECRET, KARMADA_CLUSTER_NAMESPACE), (CLUSTER_GVK, "")]

@@ -16,6 +16,7 @@ import pytest_asyncio
 
 from controllers.api import CLUSTER_GVK
 from controllers.cluster import (
+    ClusterProvider,
     ClusterStatusOptions,
     Members,
     setup_cluster_controller,
@@ -192,7 +193,7 @@ async def _join_cli(host: ControlPlane, *argv: str) -> tuple[int, str, str]:
 
 
 @contextlib.asynccontextmanager
-async def _controllers(host: ControlPlane) -> AsyncIterator[Members]:
+async def _controllers(host: ControlPlane) -> AsyncIterator[Members[ClusterProvider]]:
     manager = await manager_for(host, metrics_bind_address="0")
     registry = Members.of(manager, temp_dir=host.directory / "client")
     setup_cluster_controller(manager, registry)

@@ -36,6 +36,7 @@ from controllers.api import (
     execution_namespace,
 )
 from controllers.cluster import (
+    ClusterProvider,
     ClusterStatusOptions,
     Members,
     setup_cluster_controller,
@@ -73,7 +74,7 @@ class Federation:
 
     host: Client
     members: dict[str, Client]
-    registry: Members
+    registry: Members[ClusterProvider]
     namespace: str
     works: list[tuple[str, str]] = field(default_factory=list)
 
@@ -151,7 +152,9 @@ class Federation:
         )
 
 
-async def _ready_and_connected(host: Client, registry: Members, names: tuple[str, ...]) -> bool:
+async def _ready_and_connected(
+    host: Client, registry: Members[ClusterProvider], names: tuple[str, ...]
+) -> bool:
     for name in names:
         cluster = await host.get(CLUSTER_GVK, name)
         if registry.get(name) is None or not is_condition_true(cluster, "Ready"):

@@ -23,6 +23,7 @@ from anyio.abc import SocketStream
 
 from controllers.api import CLUSTER_GVK, READY_CONDITION
 from controllers.cluster import (
+    ClusterProvider,
     ClusterStatusOptions,
     MemberOptions,
     Members,
@@ -93,7 +94,7 @@ async def listening() -> AsyncIterator[Listener]:
 @asynccontextmanager
 async def cluster_controllers(
     host: ControlPlane, options: MemberOptions | None = None
-) -> AsyncIterator[Members]:
+) -> AsyncIterator[Members[ClusterProvider]]:
     config = await ClusterConfig.from_kubeconfig(
         host.kubeconfig, temp_dir=host.directory / "client"
     )

@@ -17,6 +17,7 @@ from controllers.api import CLUSTER_GVK, READY_CONDITION, crd_paths
 from controllers.cluster import (
     MEMBER_CONFIG_INVALID,
     ClusterController,
+    ClusterProvider,
     ClusterStatusController,
     ClusterStatusOptions,
     Members,
@@ -65,7 +66,9 @@ def cluster(**spec: Any) -> dict[str, Any]:
 
 
 class Running:
-    def __init__(self, fake: FakeClient, cluster: ClusterController, members: Members):
+    def __init__(
+        self, fake: FakeClient, cluster: ClusterController, members: Members[ClusterProvider]
+    ):
         self.fake, self.cluster, self.members = fake, cluster, members
         self.status: ClusterStatusController | None = None
 

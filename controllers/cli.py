@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from controllers.agent.cli import add_agent_parser
 from controllers.cluster.connection import MemberOptions
 from controllers.cluster.health import ClusterHealthOptions
 from controllers.cluster.status import ClusterStatusOptions
@@ -253,6 +254,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_controller_manager(commands)
+    add_agent_parser(commands)
     _add_join(commands)
     _add_webhook(commands)
     add_interpret_parser(commands)

@@ -29,6 +29,7 @@ from controllers.api import (
     WORK_NAMESPACE_ANNOTATION,
     crd_paths,
 )
+from controllers.clusterscope import ClusterScope
 from controllers.execution import ApplyFailed, ExecutionController
 from controllers.execution.controller import _WarmOnWork
 from controllers.interpreter import Interpreter
@@ -170,6 +171,7 @@ async def running(*member_objects: Obj, works: ByObject | None = None) -> AsyncI
         interpreter=Interpreter(),
         recorder=lambda name: recorder,
         sharding=None,
+        scope=ClusterScope.push(),
     )
     execution = ExecutionController(context, sync_timeout=5)
     async with anyio.create_task_group() as group:

@@ -4,8 +4,8 @@ Karmada splits the work on members between two processes by ``spec.syncMode``: t
 karmada-controller-manager applies Works to, and reports the status of, Push clusters only
 (its execution and work-status controllers filter Works with
 ``helper.WorkWithinPushClusterPredicate``, its cluster-status controller Clusters with a
-predicate on ``Spec.SyncMode == Push``), and each karmada-agent does that for its own Pull
-cluster. The cluster controller (finalizer, execution namespace, taints) and its health
+predicate on ``Spec.SyncMode == Push``), and each karmada-agent does that for its own cluster
+(``helper.NewClusterPredicateOnAgent(clusterName)``). The cluster controller (finalizer, execution namespace, taints) and its health
 monitor run in the controller-manager for every Cluster, whatever its mode.
 
 ``ClusterScope.push()`` is the controller-manager's scope, ``ClusterScope.only(name)`` an

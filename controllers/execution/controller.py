@@ -116,6 +116,7 @@ from reconcile import (
     EventType,
     ExpectedError,
     Finalizers,
+    Indexer,
     NoKindMatch,
     NotFound,
     Obj,
@@ -481,6 +482,7 @@ class ExecutionController:
         self.host_cache = context.manager.cache
         self.members = context.members
         self.scope: ClusterScope = context.scope
+        self._clusters: Indexer | None = None
         self.interpreter = context.interpreter
         self.recorder = context.recorder(NAME)
         self.reflector = StatusReflector(context.interpreter, self.recorder)
@@ -498,9 +500,11 @@ class ExecutionController:
     # --- mapping events to Works --------------------------------------------------------------
 
     def serves(self, cluster: str) -> bool:
-        """Whether this process serves the Cluster ``cluster``, as the host cache has it."""
-        indexer = self.host_cache.get_informer(CLUSTER_GVK).indexer
-        return self.scope.serves_name(cluster, indexer.get)
+        """Whether this process serves the Cluster ``cluster``, as the host cache has it (no
+        copy: only its name and syncMode are read)."""
+        if self._clusters is None:  # on first use: every Work event asks, the lookup is once
+            self._clusters = self.host_cache.get_informer(CLUSTER_GVK).indexer
+        return self.scope.serves_name(cluster, self._clusters.get)
 
     def work_served(self, event: Event) -> bool:
         """The Work watch's predicate: Works of Clusters this process serves (a Work outside

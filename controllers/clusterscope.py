@@ -5,8 +5,9 @@ karmada-controller-manager applies Works to, and reports the status of, Push clu
 (its execution and work-status controllers filter Works with
 ``helper.WorkWithinPushClusterPredicate``, its cluster-status controller Clusters with a
 predicate on ``Spec.SyncMode == Push``), and each karmada-agent does that for its own cluster
-(``helper.NewClusterPredicateOnAgent(clusterName)``). The cluster controller (finalizer, execution namespace, taints) and its health
-monitor run in the controller-manager for every Cluster, whatever its mode.
+(``helper.NewClusterPredicateOnAgent(clusterName)``). The cluster controller (finalizer,
+execution namespace, taints) and its health monitor run in the controller-manager for every
+Cluster, whatever its mode.
 
 ``ClusterScope.push()`` is the controller-manager's scope, ``ClusterScope.only(name)`` an
 agent's. The member provider engages only served Clusters (an unserved one needs no host

@@ -5,7 +5,8 @@
 host (``manager.client`` reads from the cache, ``manager.api_reader`` reads live),
 ``context.members`` for member clusters (``members.get(name)`` → the engaged member's
 ``reconcile.Cluster`` with ``client``, ``cache`` and ``api_reader``, or None while it is not
-engaged; ``controllers.cluster.members``), and
+engaged; ``controllers.cluster.members``; ``context.scope`` is which Clusters this process serves,
+every Push Cluster for the controller-manager), and
 ``context.interpreter`` for every question about a kind (replicas, revise, retain, status, health,
 dependencies). ``context.cluster_status`` holds the probe frequency and the Ready thresholds of the
 cluster-status controller, ``context.cluster_health`` the cluster controller's health monitor
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 from controllers.cluster.health import ClusterHealthOptions
 from controllers.cluster.members import MemberProvider, Members
 from controllers.cluster.status import ClusterStatusOptions
+from controllers.clusterscope import ClusterScope
 from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.facade import Interpreter
 from controllers.permittedkinds import PermittedKinds
@@ -95,6 +97,12 @@ class Context:
         return builder.with_options(every_replica).complete(
             _guarded(self.sharding, sharded_by, reconciler)
         )
+
+    @property
+    def scope(self) -> ClusterScope:
+        """Which Clusters this process serves: their members, their Works, their status (the
+        members' scope, so the two never disagree; ``controllers.clusterscope``)."""
+        return self.members.scope
 
     def recorder(self, controller: str) -> EventRecorder:
         """An EventRecorder for ``controller`` (events on templates, bindings, Works, Clusters)."""

@@ -24,6 +24,7 @@ from controllers.cluster import (
     MemberOptions,
     Members,
 )
+from controllers.clusterscope import ClusterScope
 from controllers.context import Context
 from controllers.eviction.options import FailoverOptions
 from controllers.interpreter.customization import bundled_customizations
@@ -90,6 +91,7 @@ def build(
     cluster_health: ClusterHealthOptions | None = None,
     failover: FailoverOptions | None = None,
     sharding: ShardingOptions | None = None,
+    scope: ClusterScope | None = None,
 ) -> Context:
     """Set up the selected controllers on ``manager`` and return their shared Context.
 
@@ -98,12 +100,16 @@ def build(
     sets which member connections Clusters may ask for (default: https only, Secrets from
     ``karmada-cluster`` only). ``cluster_health`` sets the health monitor's periods and
     ``failover`` the taint and graceful eviction (default: Karmada's, taint eviction off).
-    ``sharding`` makes this replica one shard of several (``controllers.sharding``).
+    ``sharding`` makes this replica one shard of several (``controllers.sharding``). ``scope``
+    is which Clusters' members, Works and status this process serves (default: every Push
+    Cluster, as karmada-controller-manager; an agent serves its own Cluster only).
 
     Raises:
         ValueError: an unknown controller name, or one that cannot run sharded.
     """
-    engaged = Members.of(manager, options=members, kubeconfigs=member_kubeconfigs, temp_dir=scratch)
+    engaged = Members.of(
+        manager, options=members, kubeconfigs=member_kubeconfigs, temp_dir=scratch, scope=scope
+    )
     context = Context(manager, engaged, cluster_status=cluster_status or ClusterStatusOptions())
     if interpreter is not None:
         context.interpreter = interpreter

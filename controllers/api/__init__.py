@@ -36,6 +36,8 @@ from controllers.api.cluster import (
     READY_CONDITION,
     SECRET_CA_BUNDLE_KEY,
     SECRET_TOKEN_KEY,
+    SYNC_MODE_PULL,
+    SYNC_MODE_PUSH,
     APIEnablement,
     APIResource,
     ClusterSpec,
@@ -48,6 +50,7 @@ from controllers.api.cluster import (
     cluster_spec,
     cluster_status,
     is_cluster_ready,
+    sync_mode,
 )
 from controllers.api.config import (
     AGGREGATE_STATUS,
@@ -388,6 +391,8 @@ __all__ = [
     "SCHEDULE_SUCCESS_REASON",
     "SECRET_CA_BUNDLE_KEY",
     "SECRET_TOKEN_KEY",
+    "SYNC_MODE_PULL",
+    "SYNC_MODE_PUSH",
     "ServiceReference",
     "SpreadByField",
     "SpreadConstraint",
@@ -434,6 +439,7 @@ __all__ = [
     "identity_change",
     "identity_of",
     "is_cluster_ready",
+    "sync_mode",
     "is_reserved_namespace",
     "manifests_of",
     "nested_deeper_than",

@@ -31,11 +31,14 @@ __all__ = [
     "ResourceSummary",
     "SECRET_CA_BUNDLE_KEY",
     "SECRET_TOKEN_KEY",
+    "SYNC_MODE_PULL",
+    "SYNC_MODE_PUSH",
     "SyncMode",
     "Taint",
     "cluster_spec",
     "cluster_status",
     "is_cluster_ready",
+    "sync_mode",
 ]
 
 CLUSTER_GROUP: Final = "cluster.karmada.io"
@@ -51,6 +54,10 @@ SECRET_TOKEN_KEY: Final = "token"
 SECRET_CA_BUNDLE_KEY: Final = "caBundle"
 
 SyncMode = Literal["Push", "Pull"]
+SYNC_MODE_PUSH: Final = "Push"
+"""The control plane reaches the member with credentials kept on the host (``karmadactl join``)."""
+SYNC_MODE_PULL: Final = "Pull"
+"""An agent in the member reaches the host; the host holds no member credentials."""
 
 
 class LocalSecretReference(TypedDict, total=False):
@@ -142,3 +149,13 @@ def cluster_status(cluster: Mapping[str, Any]) -> ClusterStatus:
 def is_cluster_ready(cluster: Mapping[str, Any]) -> bool:
     """Whether the Cluster's Ready condition is True."""
     return is_condition_true(cluster, READY_CONDITION)
+
+
+def sync_mode(cluster: Mapping[str, Any]) -> SyncMode:
+    """The Cluster's ``spec.syncMode``: Pull only when it says so; anything else (missing
+    included) is Push, the mode every Cluster had before Pull existed here."""
+    return (
+        SYNC_MODE_PULL
+        if cluster_spec(cluster).get("syncMode") == SYNC_MODE_PULL
+        else SYNC_MODE_PUSH
+    )

@@ -10,6 +10,8 @@ connection details change (then engaged anew). ``Members`` is the controllers' v
 - ``problem(name)``: the rule a Cluster breaks (``MemberConfigError``, whose reason the
   cluster-status controller puts in Ready and the cluster controller in a Warning Event);
 - ``token_lifetime(name)``: when the engaged member's token expires (``TokenExpiring``);
+- ``scope``: which Clusters this process serves (``controllers.clusterscope``): only those are
+  engaged, and only those have a problem;
 - ``changes()``: a Source that enqueues a Cluster each time its outcome changes (engaged,
   refused, disengaged), so controllers that report on Clusters hear of it without polling.
 """
@@ -26,6 +28,7 @@ from anyio.abc import TaskGroup
 from controllers.cluster.connection import MemberConfigError, MemberOptions
 from controllers.cluster.expiry import TokenLifetime
 from controllers.cluster.provider import ClusterProvider
+from controllers.clusterscope import ClusterScope
 from reconcile import Cluster, Manager, Request, WorkQueue
 from reconcile.multicluster import Provider
 
@@ -83,15 +86,21 @@ class Members(Generic[P]):
         options: MemberOptions | None = None,
         kubeconfigs: Mapping[str, Path] | None = None,
         temp_dir: Path | None = None,
+        scope: ClusterScope | None = None,
     ) -> Members[ClusterProvider]:
         """Members over a ``ClusterProvider`` of the manager's host (not serving yet).
 
         ``options`` bound what Clusters may ask for; ``kubeconfigs`` give a kubeconfig file per
         cluster name instead (``--member-kubeconfig``); ``temp_dir`` is where a client key is
-        written for the instant ``ssl`` loads it.
+        written for the instant ``ssl`` loads it; ``scope`` is which Clusters are engaged
+        (default: every Push Cluster).
         """
         provider = ClusterProvider(
-            manager.api_reader, options=options, kubeconfigs=kubeconfigs, temp_dir=temp_dir
+            manager.api_reader,
+            options=options,
+            kubeconfigs=kubeconfigs,
+            temp_dir=temp_dir,
+            scope=scope,
         )
         return Members(manager, provider)
 
@@ -108,6 +117,11 @@ class Members(Generic[P]):
     def options(self) -> MemberOptions:
         """Which member connections Clusters may ask for."""
         return self.provider.options
+
+    @property
+    def scope(self) -> ClusterScope:
+        """Which Clusters this process serves (the others are never engaged)."""
+        return self.provider.scope
 
     def get(self, name: str) -> Cluster | None:
         """The member called ``name``, or None while it is not engaged."""

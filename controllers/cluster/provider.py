@@ -10,7 +10,11 @@ kubeconfig file per cluster name (``--member-kubeconfig``) instead, for local us
 Clusters and the Secrets of the cluster namespace are watched with ``SharedInformer`` s over the
 given client (so it needs list and watch on Clusters, and on Secrets of that namespace only).
 A Cluster is looked at again when it changes or when a Secret of that namespace it names does.
-A Cluster that breaks a rule is not engaged (an engaged one is disengaged): it is logged once per
+Only the Clusters of its ``ClusterScope`` are looked at (the controller-manager's: every Push
+Cluster): one out of scope (a Pull Cluster, whose agent reaches the host, not the other way) is
+neither engaged nor reported as a problem; one engaged that leaves the scope (switched to Pull)
+is disengaged and its problem cleared, as if it were deleted. A Cluster that breaks a rule is not
+engaged (an engaged one is disengaged): it is logged once per
 resourceVersion of the Cluster and its Secret, with the ``MemberConfigError`` reason and message
 (never the token). A deleted Cluster is disengaged; a changed endpoint, token or CA re-engages
 the member with its new config, and a change that leaves the connection as it was (a status
@@ -42,6 +46,7 @@ from controllers.cluster.connection import (
     secret_name,
 )
 from controllers.cluster.expiry import TokenLifetime
+from controllers.clusterscope import ClusterScope
 from reconcile import ClusterConfig, FuncHandler, Obj, SharedInformer, WithWatch
 from reconcile.multicluster import Engager, Pending
 
@@ -65,6 +70,8 @@ class ClusterProvider:
         kubeconfigs: a kubeconfig file per cluster name, used instead of the Cluster's endpoint
             and Secret (the controller-manager's ``--member-kubeconfig``, for local use).
         temp_dir: where a client key is written for the instant ``ssl`` loads it.
+        scope: which Clusters this process serves (default: every Push Cluster); the others
+            are left alone.
     """
 
     def __init__(
@@ -74,8 +81,10 @@ class ClusterProvider:
         options: MemberOptions | None = None,
         kubeconfigs: Mapping[str, Path] | None = None,
         temp_dir: Path | None = None,
+        scope: ClusterScope | None = None,
     ) -> None:
         self.client = client
+        self.scope = scope or ClusterScope.push()
         self.options = options or MemberOptions()
         self.kubeconfigs = dict(kubeconfigs or {})
         self.temp_dir = temp_dir
@@ -99,7 +108,8 @@ class ClusterProvider:
         self._listeners: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
-        return f"ClusterProvider(cluster_namespace={self.options.cluster_namespace!r})"
+        namespace = self.options.cluster_namespace
+        return f"ClusterProvider(cluster_namespace={namespace!r}, scope={str(self.scope)!r})"
 
     @property
     def engaged(self) -> frozenset[str]:
@@ -170,9 +180,10 @@ class ClusterProvider:
     async def _handle(self, engager: Engager, name: str) -> None:
         cluster = self.clusters.indexer.get(name)
         if cluster is None:
-            self._seen.pop(name, None)
-            self._problems.pop(name, None)
-            await self._drop(engager, name, "Cluster deleted")
+            await self._forget(engager, name, "Cluster deleted")
+            return
+        if not self.scope.serves(cluster):
+            await self._forget(engager, name, f"not in this process's scope ({self.scope})")
             return
         secret = self._secret(cluster)
         versions = f"{_version(cluster)}/{_version(secret) if secret else _NOT_FOUND}"
@@ -194,6 +205,16 @@ class ClusterProvider:
             self._lifetimes[name] = connection.lifetime
         await self._engage(engager, name, config, connection.fingerprint)
         self._changed(name)
+
+    async def _forget(self, engager: Engager, name: str, reason: str) -> None:
+        """Drop all of Cluster ``name``: its engagement, its problem and its seen versions (it
+        is handled anew if it comes back, or back into scope)."""
+        self._seen.pop(name, None)
+        had_problem = self._problems.pop(name, None) is not None
+        engaged = name in self._engaged
+        await self._drop(engager, name, reason)
+        if had_problem and not engaged:  # _drop fires for an engaged one
+            self._changed(name)
 
     async def _refuse(self, engager: Engager, name: str, error: MemberConfigError) -> None:
         log.warning("cluster not engaged", cluster=name, reason=error.reason, error=str(error))

@@ -17,8 +17,12 @@ carries the member's kubernetesVersion, apiEnablements (its discovery), nodeSumm
 resourceSummary (allocatable from nodes, allocated from the requests of pods that are not
 finished). The status is written only when it changed; every probe also renews the member's
 Lease in the cluster namespace (``lease``), the heartbeat the cluster controller's health monitor
-reads. The condition ``TokenExpiring`` says when the member's token lapses, True (and a Warning
-Event) once that is near or past (``expiry``), absent while the expiry is unknown.
+reads. Only the Clusters of ``Members.scope`` are reconciled (the controller-manager's: every
+Push Cluster): a Pull Cluster's status and Lease are its agent's to write, as Karmada's
+controller-manager runs its cluster-status controller with a predicate for Push Clusters only and
+karmada-agent runs one for its own Cluster. The condition ``TokenExpiring`` says when the
+member's token lapses, True (and a Warning Event) once that is near or past (``expiry``), absent
+while the expiry is unknown.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from controllers.rbac import Permissions, Rule, cache
 from reconcile import (
     GVK,
     Client,
+    Event,
     Manager,
     NotFound,
     Quantity,
@@ -207,11 +212,20 @@ class ClusterStatusController:
         self.recorder = manager.event_recorder("reconcile-cluster-status")
         self._observed: dict[str, _Observation] = {}
 
+    def served(self, event: Event) -> bool:
+        """The watch's predicate: events of Clusters in this process's scope (a Cluster
+        switched out of it is enqueued once more by ``Members.changes``, its disengagement)."""
+        return self.members.scope.serves(event.obj)
+
     async def reconcile(self, request: Request) -> Result | None:
-        """Probe the member and update the Cluster's status."""
+        """Probe the member and update the Cluster's status (served Clusters only)."""
         try:
             cluster = await self.client.get(CLUSTER_GVK, request.name)
         except NotFound:
+            self._observed.pop(request.name, None)
+            return None
+        if not self.members.scope.serves(cluster):
+            # Another process's (a Pull Cluster's agent): its status and Lease are left alone.
             self._observed.pop(request.name, None)
             return None
         member, problem = self.members.get(request.name), self.members.problem(request.name)
@@ -370,7 +384,8 @@ def setup_cluster_status_controller(
     """Register the cluster status controller with ``manager`` (default options: Karmada's),
     and have ``members`` served."""
     reconciler = ClusterStatusController(manager, members, options)
-    builder = controller_managed_by(manager).for_(CLUSTER_GVK).named("cluster-status")
+    builder = controller_managed_by(manager).for_(CLUSTER_GVK, reconciler.served)
+    builder.named("cluster-status")
     builder.watches(members.changes()).complete(reconciler)
     return reconciler
 

@@ -28,6 +28,14 @@ A Work in ``karmada-es-<cluster>`` holds whole objects for the member ``<cluster
   controller on the same events, means one reconcile per event, one status write, and no two
   writers of one Work's status.
 
+Only the Works of Clusters in ``context.scope`` are reconciled (the controller-manager's: every
+Push Cluster): a Pull Cluster's Works get no finalizer, no status and no member write from here,
+their agent applies them, as Karmada's execution and work-status controllers take only Works
+within Push clusters (``helper.WorkWithinPushClusterPredicate``) and karmada-agent runs its own
+for its cluster. Work events of other Clusters are dropped by a predicate reading the Cluster
+from the host cache, and the reconcile checks the Cluster it reads anyway. A Cluster switched
+into scope enqueues all its Works.
+
 Members are the clusters ``context.members`` engaged; member objects are watched in each engaged
 member (``source.MemberObjects``, an ``EngagedSource`` of ``reconcile.multicluster``) through
 label-scoped informers, one per kind its Works apply, added as Works of a new kind appear: a
@@ -73,9 +81,11 @@ from controllers.api import (
     execution_namespace,
     is_cluster_ready,
     manifests_of,
+    sync_mode,
     work_spec,
     work_status,
 )
+from controllers.clusterscope import ClusterScope
 from controllers.context import Context
 from controllers.execution.drift import (
     AppliedRecords,
@@ -106,6 +116,7 @@ from reconcile import (
     EventType,
     ExpectedError,
     Finalizers,
+    Indexer,
     NoKindMatch,
     NotFound,
     Obj,
@@ -374,11 +385,13 @@ def _work_changed(event: Event) -> bool:
 
 
 def _readiness_changed(event: Event) -> bool:
-    """Cluster events that change whether its Works can be applied or deleted."""
+    """Cluster events that change whether its Works can be applied or deleted (or by whom)."""
     if event.type is not EventType.UPDATE or event.old is None:
         return True
-    return is_cluster_ready(event.old) != is_cluster_ready(event.obj) or (
-        is_being_deleted(event.old) != is_being_deleted(event.obj)
+    return (
+        is_cluster_ready(event.old) != is_cluster_ready(event.obj)
+        or is_being_deleted(event.old) != is_being_deleted(event.obj)
+        or sync_mode(event.old) != sync_mode(event.obj)
     )
 
 
@@ -468,6 +481,8 @@ class ExecutionController:
         self.host = context.manager.client
         self.host_cache = context.manager.cache
         self.members = context.members
+        self.scope: ClusterScope = context.scope
+        self._clusters: Indexer | None = None
         self.interpreter = context.interpreter
         self.recorder = context.recorder(NAME)
         self.reflector = StatusReflector(context.interpreter, self.recorder)
@@ -483,6 +498,24 @@ class ExecutionController:
         self.finalizers.register(EXECUTION_CONTROLLER_FINALIZER, self._release)
 
     # --- mapping events to Works --------------------------------------------------------------
+
+    def serves(self, cluster: str) -> bool:
+        """Whether this process serves the Cluster ``cluster``, as the host cache has it (no
+        copy: only its name and syncMode are read)."""
+        if self._clusters is None:  # on first use: every Work event asks, the lookup is once
+            self._clusters = self.host_cache.get_informer(CLUSTER_GVK).indexer
+        return self.scope.serves_name(cluster, self._clusters.get)
+
+    def work_served(self, event: Event) -> bool:
+        """The Work watch's predicate: Works of Clusters this process serves (a Work outside
+        any execution namespace passes: the reconcile ignores it)."""
+        cluster = cluster_of_execution_namespace(namespace_of(event.obj))
+        return cluster is None or self.serves(cluster)
+
+    def cluster_served(self, event: Event) -> bool:
+        """The Cluster watch's predicate: a change of readiness, deletion or sync mode of a
+        Cluster this process serves (one that left the scope has nothing more to do here)."""
+        return self.scope.serves(event.obj) and _readiness_changed(event)
 
     def works_of_cluster(self, cluster: Obj) -> list[Request]:
         """The Works of a Cluster's execution namespace, from the host's Work informer."""
@@ -530,15 +563,20 @@ class ExecutionController:
         if cluster is None:
             return None  # like Karmada: only Works in execution namespaces are dispatched
         if is_being_deleted(work):
+            if not self.serves(cluster):
+                return None  # its finalizer is the agent's to remove, after its cleanup
             if (await self.finalizers.finalize(work)).updated:
                 with contextlib.suppress(NotFound):  # its last finalizer gone: deleted at once
                     await self.host.update(work)
             return None
+        # Read before the finalizer is added: an unserved Cluster's Work gets none from here.
+        reach = await self._reach(cluster)
+        if not self.scope.serves_name(cluster, lambda _: reach.cluster):
+            return None  # another process's (a Pull Cluster's agent): left as it is
         if (await self.finalizers.finalize(work)).updated:  # adds the finalizer
             work = await self.host.update(work)
         if work_spec(work).get("suspendDispatching"):
             return None
-        reach = await self._reach(cluster)
         if reach.member is None:
             await self._report(work, reach.reason, [])
             raise MemberUnavailable(reach.reason)
@@ -870,9 +908,11 @@ def setup_execution_controller(context: Context) -> ExecutionController:
     reconciler = ExecutionController(context)
     builder = (
         controller_managed_by(context.manager)
-        .for_(WORK_GVK, _work_changed)
+        .for_(WORK_GVK, _work_changed, reconciler.work_served)
         .watches(
-            CLUSTER_GVK, EnqueueRequestsFromMapFunc(reconciler.works_of_cluster), _readiness_changed
+            CLUSTER_GVK,
+            EnqueueRequestsFromMapFunc(reconciler.works_of_cluster),
+            reconciler.cluster_served,
         )
         .named(NAME)
     )

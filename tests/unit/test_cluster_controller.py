@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,7 +14,7 @@ import anyio
 import orjson
 import pytest
 
-from controllers.api import CLUSTER_GVK, READY_CONDITION, crd_paths
+from controllers.api import CLUSTER_GVK, READY_CONDITION, SYNC_MODE_PULL, crd_paths
 from controllers.cluster import (
     MEMBER_CONFIG_INVALID,
     ClusterController,
@@ -27,7 +28,19 @@ from controllers.cluster import (
 from controllers.cluster.binding import owner_reference
 from controllers.cluster.connection import SECRET
 from controllers.cluster.expiry import TOKEN_EXPIRES_SOON, TOKEN_EXPIRING_CONDITION, TOKEN_VALID
-from reconcile import EVENT_GVK, GVK, Manager, ManagerOptions, Request, Result, get_condition
+from controllers.cluster.lease import LEASE, cluster_lease_renew_time
+from reconcile import (
+    EVENT_GVK,
+    GVK,
+    Conflict,
+    Event,
+    EventType,
+    Manager,
+    ManagerOptions,
+    Request,
+    Result,
+    get_condition,
+)
 from testenv import FakeClient, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -303,3 +316,51 @@ async def test_an_execution_namespace_that_exists_is_read_not_created_again(
         env.fake.write_guard = lambda method, path: writes.append((method, path))
         await env.cluster.reconcile(Request("m"))
         assert ("POST", "/api/v1/namespaces") not in writes, writes
+
+
+# --- Pull Clusters: the agent's to report on ------------------------------------------------------
+
+
+async def _switched_to_pull(fake: FakeClient) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Cluster m before and after it turned Pull (and lost its secretRef), as an agent's
+    registration rewrites it; the cluster controller writes it too (finalizer, taints)."""
+    while True:
+        current = await fake.get(CLUSTER_GVK, "m")
+        spec = {k: v for k, v in current["spec"].items() if k != "secretRef"}
+        with contextlib.suppress(Conflict):
+            return current, await fake.update(
+                {**current, "spec": {**spec, "syncMode": SYNC_MODE_PULL}}
+            )
+
+
+async def test_a_pull_clusters_status_and_lease_are_left_to_its_agent(tmp_path: Path) -> None:
+    # Karmada's controller-manager runs cluster-status for Push Clusters only; a Pull Cluster's
+    # agent writes its status and renews its Lease, from inside the member.
+    async with running(tmp_path) as env:
+        assert env.status is not None
+        await env.fake.create(cluster())  # Push, its Secret missing: refused, Ready=False
+        await env.ready("SecretNotFound")
+        stale = env.members.problem("m")
+        assert await cluster_lease_renew_time(env.fake, "m", "karmada-cluster") is not None
+        current, pull = await _switched_to_pull(env.fake)
+
+        async def cleared() -> bool:
+            return env.members.problem("m") is None
+
+        await eventually(cleared, timeout=10)
+        assert not env.status.served(Event(EventType.UPDATE, pull, current))
+        # The agent takes over: its own Ready, its own Lease (none yet).
+        ready = {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "agent"}
+        ready["lastTransitionTime"] = "2026-01-01T00:00:00Z"
+        await env.fake.patch_status(CLUSTER_GVK, "m", {"status": {"conditions": [ready]}})
+        await env.fake.delete(LEASE, "m", namespace="karmada-cluster")
+        # Even while the provider's verdict lags behind the switch, the Cluster is not reported.
+        assert stale is not None
+        env.members.provider._problems["m"] = stale
+
+        assert await env.status.reconcile(Request("m")) is None  # no requeue: nothing to probe
+        condition = get_condition(await env.fake.get(CLUSTER_GVK, "m"), READY_CONDITION)
+        assert condition is not None
+        assert (condition["status"], condition["message"]) == ("True", "agent")
+        assert await cluster_lease_renew_time(env.fake, "m", "karmada-cluster") is None
+        assert env.members.get("m") is None

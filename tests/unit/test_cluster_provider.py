@@ -13,14 +13,16 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
-from controllers.api import CLUSTER_GVK, crd_paths
+from controllers.api import CLUSTER_GVK, SYNC_MODE_PULL, SYNC_MODE_PUSH, crd_paths
 from controllers.cluster import (
     INSECURE_ENDPOINT,
     SECRET_NOT_BOUND,
     SECRET_NOT_FOUND,
+    SECRET_REF_NOT_ALLOWED,
     ClusterProvider,
     MemberOptions,
 )
+from controllers.clusterscope import ClusterScope
 from reconcile import GVK
 from reconcile.multicluster import Provider
 from testenv import FakeClient, eventually
@@ -280,3 +282,101 @@ async def test_its_verdicts_are_read_per_cluster_and_each_change_is_heard() -> N
         await joined(fake, "n")
         await until(engager, n="https://10.0.0.1:6443")
         assert heard == ["m", "m", "m"]
+
+
+# --- Push and Pull ------------------------------------------------------------------------------
+
+
+def pull_cluster(name: str) -> dict[str, Any]:
+    """A Cluster as an agent registers it: Pull, an endpoint, no secretRef."""
+    created = cluster(name, "https://behind-nat.example", syncMode=SYNC_MODE_PULL)
+    del created["spec"]["secretRef"]
+    return created
+
+
+async def switched(fake: FakeClient, name: str, mode: str) -> None:
+    current = await fake.get(CLUSTER_GVK, name)
+    await fake.update({**current, "spec": {**current["spec"], "syncMode": mode}})
+
+
+@asyncio_test
+async def test_a_pull_cluster_is_neither_engaged_nor_a_problem() -> None:
+    # Karmada's controller-manager never reaches a Pull member: it needs no Secret, and the
+    # rules of a Push connection (no secretRef → SecretRefNotAllowed here) are not its to break.
+    fake = host()
+    await fake.create(pull_cluster("far"))
+    await joined(fake, "near", "https://near.example")
+    engager = RecordingEngager()
+    provider = ClusterProvider(fake)
+    heard: list[str] = []
+    provider.on_change(heard.append)
+    with capture_logs() as logs:
+        async with running(provider, engager):
+            assert engager.hosts() == {"near": "https://near.example"}
+            assert provider.problem("far") is None
+            assert heard == ["near"]
+    assert refusals(logs) == []
+    assert engager.take() == [("engage", "near")]
+
+
+@asyncio_test
+async def test_an_engaged_cluster_switched_to_pull_is_disengaged_and_back_to_push_engaged() -> None:
+    fake = host()
+    await joined(fake, "m", "https://m.example")
+    engager = RecordingEngager()
+    provider = ClusterProvider(fake)
+    heard: list[str] = []
+    provider.on_change(heard.append)
+    async with running(provider, engager):
+        assert heard == ["m"]
+        await switched(fake, "m", SYNC_MODE_PULL)
+        await until(engager)
+        assert (provider.engaged, provider.problem("m"), provider.token_lifetime("m")) == (
+            frozenset(),
+            None,
+            None,
+        )
+        assert heard == ["m", "m"]
+        await switched(fake, "m", SYNC_MODE_PUSH)
+        await until(engager, m="https://m.example")
+        assert heard == ["m", "m", "m"]
+    assert engager.take() == [("engage", "m"), ("disengage", "m"), ("engage", "m")]
+
+
+@asyncio_test
+async def test_a_refused_cluster_switched_to_pull_loses_its_problem_and_says_so() -> None:
+    fake = host()
+    await fake.create(pull_cluster("m"))
+    await switched(fake, "m", SYNC_MODE_PUSH)  # a Push Cluster without secretRef: refused
+    engager = RecordingEngager()
+    provider = ClusterProvider(fake)
+    heard: list[str] = []
+    provider.on_change(heard.append)
+    async with running(provider, engager):
+        problem = provider.problem("m")
+        assert problem is not None
+        assert problem.reason == SECRET_REF_NOT_ALLOWED
+        await switched(fake, "m", SYNC_MODE_PULL)
+
+        async def cleared() -> bool:
+            return provider.problem("m") is None and heard == ["m", "m"]
+
+        await eventually(cleared, timeout=10)
+    assert engager.calls == []
+
+
+@asyncio_test
+async def test_scoped_to_one_cluster_only_that_one_is_engaged_whatever_its_mode() -> None:
+    # An agent's scope: its own Cluster (registered Pull), none of the others.
+    fake = host()
+    created = await fake.create(cluster("mine", "https://mine.example", syncMode=SYNC_MODE_PULL))
+    await fake.create(secret(created))
+    await joined(fake, "other", "https://other.example")
+    await fake.create(cluster("broken", "http://broken.example"))
+    engager = RecordingEngager()
+    provider = ClusterProvider(fake, scope=ClusterScope.only("mine"))
+    with capture_logs() as logs:
+        async with running(provider, engager):
+            assert engager.hosts() == {"mine": "https://mine.example"}
+            assert provider.problem("broken") is None
+    assert refusals(logs) == []

@@ -12,8 +12,10 @@ import pytest
 from controllers.api import WORK_GVK
 from controllers.catalog import CONTROLLER_MODULES, controller_module
 from controllers.cluster import Members
+from controllers.clusterscope import ClusterScope
 from controllers.context import BINDINGS, TEMPLATES, Context, ShardKey
 from controllers.controllermanager import CONTROLLERS, build
+from controllers.execution import ExecutionController
 from controllers.rbac import Permissions, Rule, cache, declared
 from controllers.sharding import Sharding, ShardingOptions
 from reconcile import Manager, Request, controller_managed_by
@@ -38,6 +40,15 @@ def test_every_catalogued_setup_registers_its_controllers() -> None:
     assert "cluster" in context.manager.controller_names
     assert "cluster-status" in context.manager.controller_names
     assert "execution" in context.manager.controller_names
+
+
+def test_one_scope_is_shared_by_the_members_and_every_controller() -> None:
+    assert build(Manager(client=FakeClient()), controllers=["cluster"]).scope.cluster is None
+    scope = ClusterScope.only("mine")
+    context = build(Manager(client=FakeClient()), controllers=["cluster"], scope=scope)
+    assert context.scope is scope
+    assert context.members.provider.scope is scope
+    assert ExecutionController(context).scope is scope
 
 
 def test_a_cache_rule_is_list_and_watch_and_says_why() -> None:

@@ -21,18 +21,32 @@ import pytest
 from controllers.api import (
     CLUSTER_GVK,
     CONFLICT_RESOLUTION_ANNOTATION,
+    EXECUTION_CONTROLLER_FINALIZER,
     MANAGED_LABEL,
     RESOURCE_TEMPLATE_UID_ANNOTATION,
+    SYNC_MODE_PULL,
+    SYNC_MODE_PUSH,
     WORK_APPLIED_CONDITION,
     WORK_GVK,
     WORK_NAME_ANNOTATION,
     WORK_NAMESPACE_ANNOTATION,
     crd_paths,
 )
+from controllers.clusterscope import ClusterScope
 from controllers.execution import ApplyFailed, ExecutionController
 from controllers.execution.controller import _WarmOnWork
 from controllers.interpreter import Interpreter
-from reconcile import GVK, ByObject, Cluster, NotFound, Obj, Request, get_condition
+from reconcile import (
+    GVK,
+    ByObject,
+    Cluster,
+    Event,
+    EventType,
+    NotFound,
+    Obj,
+    Request,
+    get_condition,
+)
 from testenv import eventually
 from testenv.fake import FakeClient
 
@@ -129,6 +143,21 @@ class Harness:
         except NotFound:
             return None
 
+    async def switch(self, mode: str) -> tuple[Obj, Obj]:
+        """Set member1's Cluster syncMode; its versions before and after, once the host cache
+        has the new one."""
+        before = await self.host.api_reader.get(CLUSTER_GVK, MEMBER)
+        after = await self.host.api_reader.update({**before, "spec": {"syncMode": mode}})
+
+        async def cached() -> bool:
+            found = await self.host.client.get(CLUSTER_GVK, MEMBER)
+            return bool(
+                found["metadata"]["resourceVersion"] == after["metadata"]["resourceVersion"]
+            )
+
+        await eventually(cached, timeout=5)
+        return before, after
+
     async def applied(self, name: str) -> dict[str, Any]:
         work = await self.host.api_reader.get(WORK_GVK, name, namespace=ES)
         return dict(get_condition(work, WORK_APPLIED_CONDITION) or {})
@@ -170,6 +199,7 @@ async def running(*member_objects: Obj, works: ByObject | None = None) -> AsyncI
         interpreter=Interpreter(),
         recorder=lambda name: recorder,
         sharding=None,
+        scope=ClusterScope.push(),
     )
     execution = ExecutionController(context, sync_timeout=5)
     async with anyio.create_task_group() as group:
@@ -387,3 +417,72 @@ async def test_a_work_leaving_the_host_cache_is_forgotten() -> None:
         _WarmOnWork(h.execution).on_delete(work)
 
         assert not h.execution.records.refs()
+
+
+# --- Pull clusters: their Works are their agent's ------------------------------------------------
+
+
+async def test_a_pull_clusters_work_gets_no_finalizer_no_status_and_no_member_write() -> None:
+    # Karmada's controller-manager takes only Works within Push clusters; the agent in a Pull
+    # member applies its Works, adds the finalizer and writes their status.
+    async with running() as h:
+        await h.switch(SYNC_MODE_PULL)
+        await h.put_work("a", configmap("cm", "1"))
+        work = await h.host.api_reader.get(WORK_GVK, "a", namespace=ES)
+        assert not h.execution.work_served(Event(EventType.CREATE, work))
+
+        assert await h.reconcile("a") is None
+
+        left = await h.host.api_reader.get(WORK_GVK, "a", namespace=ES)
+        assert left["metadata"].get("finalizers") in (None, [])
+        assert "status" not in left or not left["status"]
+        assert left["metadata"]["resourceVersion"] == work["metadata"]["resourceVersion"]
+        assert await h.configmap("cm") is None
+
+
+async def test_a_work_applied_before_its_cluster_turned_pull_is_left_to_the_agent() -> None:
+    async with running() as h:
+        await h.put_work("a", configmap("cm", "1"))
+        assert await h.reconcile("a") is None
+        await h.switch(SYNC_MODE_PULL)
+        await h.put_work("a", configmap("cm", "2"))
+        assert await h.reconcile("a") is None
+        cm = await h.configmap("cm")
+        assert cm is not None
+        assert cm["data"] == {"v": "1"}  # not this process's to update any more
+
+        await h.host.api_reader.delete(WORK_GVK, "a", namespace=ES)
+        await h.settled("a")
+        assert await h.reconcile("a") is None
+        # Nor to clean up: the agent removes the objects, then the finalizer.
+        work = await h.host.api_reader.get(WORK_GVK, "a", namespace=ES)
+        assert work["metadata"]["finalizers"] == [EXECUTION_CONTROLLER_FINALIZER]
+        assert await h.configmap("cm") is not None
+
+
+async def test_a_cluster_switched_back_to_push_enqueues_its_works_and_they_apply() -> None:
+    async with running() as h:
+        push, pull = await h.switch(SYNC_MODE_PULL)
+        assert not h.execution.cluster_served(Event(EventType.UPDATE, pull, push))
+        assert not h.execution.cluster_served(Event(EventType.CREATE, pull))
+        await h.put_work("a", configmap("cm", "1"))
+        assert await h.reconcile("a") is None
+        assert await h.configmap("cm") is None
+
+        _, back = await h.switch(SYNC_MODE_PUSH)
+        assert h.execution.cluster_served(Event(EventType.UPDATE, back, pull))
+        assert h.execution.works_of_cluster(back) == [Request("a", ES)]
+        assert await h.reconcile("a") is None
+        cm = await h.configmap("cm")
+        assert cm is not None
+        assert cm["data"] == {"v": "1"}
+
+
+async def test_an_agent_scoped_to_its_cluster_applies_that_pull_clusters_works() -> None:
+    async with running() as h:
+        await h.switch(SYNC_MODE_PULL)
+        h.execution.scope = ClusterScope.only(MEMBER)
+        await h.put_work("a", configmap("cm", "1"))
+        assert await h.reconcile("a") is None
+        assert await h.configmap("cm") is not None
+        assert (await h.applied("a"))["status"] == "True"

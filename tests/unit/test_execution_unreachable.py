@@ -8,6 +8,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from controllers.clusterscope import ClusterScope
 from controllers.execution import controller as execution
 from controllers.execution.controller import (
     UNREACHABLE_RETRY,
@@ -44,6 +45,7 @@ def _controller(failures: list[BaseException | None]) -> ExecutionController:
         interpreter=None,
         recorder=lambda name: recorder,
         sharding=None,
+        scope=ClusterScope.push(),
     )
     reconciler = ExecutionController(context)
     outcomes = iter(failures)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -45,6 +46,7 @@ __all__ = [
     "agent_role_name",
     "agent_service_account_name",
     "agent_targets",
+    "check_cluster_name",
     "kubeconfig",
     "pull_cluster",
     "register_cluster",
@@ -67,10 +69,28 @@ CLUSTER_ROLE: Final = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
 CLUSTER_ROLE_BINDING: Final = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
 
 _RBAC: Final = "rbac.authorization.k8s.io"
+_NAME_MAX_LENGTH: Final = 48  # Karmada's ValidateClusterName: room for karmada-es- in 63
+_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class RegisterError(ValueError):
     """Register cannot go on as asked (the message says why and what to do)."""
+
+
+def check_cluster_name(name: str) -> None:
+    """Refuse a name Karmada refuses for a Cluster (a DNS-1123 label of at most 48 characters:
+    its execution namespace ``karmada-es-<name>`` must be a label too).
+
+    Raises:
+        RegisterError: saying what is wrong with it.
+    """
+    if len(name) > _NAME_MAX_LENGTH:
+        raise RegisterError(f"cluster name {name!r} is longer than {_NAME_MAX_LENGTH} characters")
+    if not _DNS_LABEL.fullmatch(name):
+        raise RegisterError(
+            f"cluster name {name!r} is not a DNS-1123 label (lower case letters, digits and '-', "
+            "starting and ending with a letter or digit)"
+        )
 
 
 def agent_service_account_name(cluster: str) -> str:
@@ -267,6 +287,8 @@ async def _check_cluster(host: Client, name: str, identity: AgentIdentity) -> di
         existing = await host.get(CLUSTER_GVK, name)
     except NotFound:
         return None
+    if existing["metadata"].get("deletionTimestamp"):
+        raise RegisterError(f"Cluster {name} is being deleted: register it once it is gone")
     mode = (existing.get("spec") or {}).get("syncMode") or "Push"
     if mode != "Pull":
         raise RegisterError(
@@ -347,14 +369,16 @@ async def register_cluster(
     ``server`` is the host URL written in the kubeconfig (default: ``host``'s own, as the agent
     may reach the host at another address). With ``refresh`` nothing is written: only a new
     token is minted for the agent the Cluster already has. Registering again (without
-    ``refresh``) rewrites the Cluster's spec fields given and the RBAC, and mints a new token.
+    ``refresh``) applies the Cluster (server-side apply: a field an earlier register set and
+    this one does not is dropped, fields the agent set stay) and the RBAC, and mints a new token.
 
     Raises:
-        RegisterError: the Cluster exists in Push mode or belongs to another agent, or (with
-            ``refresh``) does not exist.
+        RegisterError: ``name`` is no valid Cluster name, the Cluster exists in Push mode,
+            belongs to another agent or is being deleted, or (with ``refresh``) does not exist.
         ApiError: the host refused a step (e.g. Forbidden, or NotFound: the ServiceAccount is
             gone; register again without ``refresh``).
     """
+    check_cluster_name(name)
     identity = AgentIdentity.of(name, cluster_namespace)
     existing = await _check_cluster(host, name, identity)
     if refresh:

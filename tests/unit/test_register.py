@@ -18,8 +18,10 @@ from controllers.commands.unjoin import agent_host_targets
 from controllers.register import (
     AGENT_ANNOTATION,
     AgentIdentity,
+    RegisterError,
     agent_objects,
     agent_targets,
+    check_cluster_name,
     kubeconfig,
     pull_cluster,
 )
@@ -205,3 +207,22 @@ def test_the_kubeconfig_file_is_private_even_when_it_existed(tmp_path: Path) -> 
     fresh = tmp_path / "new.kubeconfig"
     write_private(fresh, "x")
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("Member1", "not a DNS-1123 label"),
+        ("m_1", "not a DNS-1123 label"),
+        ("-m1", "not a DNS-1123 label"),
+        ("", "not a DNS-1123 label"),
+        ("m" * 49, "longer than 48 characters"),
+    ],
+)
+def test_a_name_karmada_refuses_is_refused_before_anything_is_written(name: str, why: str) -> None:
+    with pytest.raises(RegisterError, match=why):
+        check_cluster_name(name)
+
+
+def test_a_name_of_48_characters_is_fine() -> None:
+    check_cluster_name("m" * 48)

@@ -5,6 +5,7 @@ rules are tests/integration/test_register.py's)."""
 from __future__ import annotations
 
 import base64
+import io
 import os
 import stat
 from pathlib import Path
@@ -13,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from controllers.api import crd_paths
 from controllers.commands.register import write_private
-from controllers.commands.unjoin import agent_host_targets
+from controllers.commands.unjoin import agent_host_targets, run_unjoin
 from controllers.register import (
     AGENT_ANNOTATION,
     AgentIdentity,
@@ -25,6 +27,7 @@ from controllers.register import (
     kubeconfig,
     pull_cluster,
 )
+from testenv import FakeClient
 
 IDENTITY = AgentIdentity.of("m1", "karmada-cluster")
 
@@ -226,3 +229,20 @@ def test_a_name_karmada_refuses_is_refused_before_anything_is_written(name: str,
 
 def test_a_name_of_48_characters_is_fine() -> None:
     check_cluster_name("m" * 48)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("namespace", ["karmada-cluster", "elsewhere"])
+async def test_unjoin_of_a_pull_cluster_deletes_its_agent_and_guesses_no_secret(
+    namespace: str,
+) -> None:
+    identity = AgentIdentity.of("m1", namespace)
+    fake = FakeClient(objects=[pull_cluster("m1", identity)], crds=crd_paths())
+    out = io.StringIO()
+    await run_unjoin("m1", host=fake, member=None, out=out, dry_run=True)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == 'cluster.cluster.karmada.io "m1" would be deleted (dry run)'
+    assert lines[1:] == [
+        f"{t} would be deleted (dry run)" for t in agent_host_targets("m1", identity)
+    ]
+    assert f'serviceaccount "karmada-agent-m1" in namespace {namespace}' in lines[-1]

@@ -1,5 +1,5 @@
 """Cli is the ``reconcile`` command line: controller-manager, join, webhook, interpret, testenv,
-demo and the operator commands (taint, cordon, uncordon, unjoin, get)."""
+demo and the operator commands (taint, cordon, uncordon, register, unjoin, get)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Cli is the argument parsing of the operator commands: taint, cordon, uncordon, unjoin and get.
+"""Cli is the argument parsing of the operator commands: taint, cordon, uncordon, register,
+unjoin and get.
 
 ``add_command_parsers`` adds them to the ``reconcile`` command line (``controllers.cli``); the
 commands' modules are imported only when one runs, so the controller-manager starts no heavier.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Final
 
 import anyio
@@ -137,6 +139,71 @@ def _add_cordon(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         parser.set_defaults(func=_cordon_command(cordon))
 
 
+def _register(args: argparse.Namespace) -> int:
+    from controllers.commands.register import run_register
+
+    async def work() -> None:
+        async with await _host(args, "register") as host:
+            await run_register(
+                args.name,
+                host=host,
+                out=sys.stdout,
+                err=sys.stderr,
+                output=args.output,
+                cluster_namespace=args.cluster_namespace,
+                api_endpoint=args.cluster_api_endpoint,
+                provider=args.cluster_provider,
+                region=args.cluster_region,
+                server=args.host_endpoint,
+                refresh=args.refresh,
+            )
+
+    return _run("register", work)
+
+
+def _add_register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from controllers.api.names import KARMADA_CLUSTER_NAMESPACE
+
+    parser = commands.add_parser(
+        "register",
+        help="register a Pull cluster and write its agent's host kubeconfig",
+        description="Register a cluster in Pull mode (karmadactl register's role), run by an "
+        "admin against the host: the Cluster (syncMode Pull) and its execution namespace, a "
+        "ServiceAccount for its agent allowed only its own Works, Cluster and Lease, and a "
+        "kubeconfig of that ServiceAccount for `reconcile agent --karmada-kubeconfig`. No member "
+        "credential is stored on the host. A Push cluster, or a Pull cluster of another agent, "
+        "is refused.",
+    )
+    parser.add_argument("name", metavar="CLUSTER_NAME", help="the member's Cluster name")
+    _host_flags(parser)
+    parser.add_argument(
+        "--cluster-namespace",
+        default=KARMADA_CLUSTER_NAMESPACE,
+        help="host namespace of the agent's ServiceAccount and Lease (default karmada-cluster; "
+        "the controller-manager's --cluster-namespace)",
+    )
+    parser.add_argument("--cluster-api-endpoint", help="spec.apiEndpoint of the Cluster")
+    parser.add_argument("--cluster-provider", help="spec.provider of the Cluster")
+    parser.add_argument("--cluster-region", help="spec.region of the Cluster")
+    parser.add_argument(
+        "--host-endpoint",
+        help="the host URL as the agent reaches it (default: the --kubeconfig's server)",
+    )
+    parser.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        metavar="FILE",
+        help="write the agent's kubeconfig here, mode 0600 (default: stdout)",
+    )
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="only mint a new token for the Cluster's existing agent; write nothing on the host",
+    )
+    parser.set_defaults(func=_register)
+
+
 def _unjoin(args: argparse.Namespace) -> int:
     from controllers.commands.unjoin import run_unjoin
     from reconcile import Client, ClusterConfig
@@ -171,10 +238,11 @@ def _add_unjoin(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     parser = commands.add_parser(
         "unjoin",
-        help="remove a cluster from the host (what join created)",
+        help="remove a cluster from the host (what join or register created)",
         description="Remove a cluster from the host: the Cluster (waiting until it is gone), its "
-        "Secret, and with --cluster-kubeconfig the ServiceAccount, token Secret, ClusterRole and "
-        "ClusterRoleBinding join created in the member.",
+        "Secret (a Pull cluster: what register made, its agent's ServiceAccount, RBAC and "
+        "Lease), and with --cluster-kubeconfig the ServiceAccount, token Secret, ClusterRole "
+        "and ClusterRoleBinding join created in the member.",
     )
     parser.add_argument("name", metavar="CLUSTER_NAME", help="the member's Cluster name")
     _host_flags(parser)
@@ -243,8 +311,9 @@ def _add_get(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def add_command_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add taint, cordon, uncordon, unjoin and get to the ``reconcile`` subcommands."""
+    """Add taint, cordon, uncordon, register, unjoin and get to the ``reconcile`` subcommands."""
     _add_taint(commands)
     _add_cordon(commands)
+    _add_register(commands)
     _add_unjoin(commands)
     _add_get(commands)

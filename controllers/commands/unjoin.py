@@ -3,17 +3,20 @@
 As karmadactl unjoin (``pkg/karmadactl/unjoin``): the Cluster is deleted first and the command
 waits (``--wait``, default 60 s) until it is gone. That wait matters: the cluster controller's
 finalizer removes the member's Works, and the execution controller deletes their objects in the
-member with the Cluster's credentials, so those credentials are removed only afterwards. Then,
+member with the Cluster's credentials (a Pull cluster's agent with its host identity), so those
+credentials are removed only afterwards. Then,
 on the host, the Cluster's Secret (``spec.secretRef``, and ``impersonatorSecretRef`` if set;
-``<cluster-namespace>/<name>`` as join writes it when the Cluster names none), and, given
+``<cluster-namespace>/<name>`` as join writes it when a Push Cluster names none), for a Pull
+Cluster what ``reconcile register`` made for its agent (``controllers.register``: the
+ClusterRole, Roles and their bindings, the Lease, the ServiceAccount), and, given
 ``--cluster-kubeconfig``, in the member what join created there: the ClusterRoleBinding and
 ClusterRole ``karmada-controller-manager:karmada-<name>``, the ServiceAccount ``karmada-<name>``
 and its token Secret of the same name if one exists (Karmada's join creates one; ours uses the
 TokenRequest API), all in namespace karmada-cluster. Unlike karmadactl the member's karmada-cluster
 namespace stays: it may hold the identities of other Clusters joined from the same member (or of
 other control planes). Objects already gone are skipped, and once the Cluster is gone a second
-run deletes what a first one left (it gave up waiting, say), found by join's names; with nothing
-left at all, the name is reported not found.
+run deletes what a first one left (it gave up waiting, say), found by join's and register's
+names; with nothing left at all, the name is reported not found.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import anyio
 from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE
 from controllers.commands.errors import CommandError
 from controllers.join import cluster_role_name, service_account_name
+from controllers.register import AgentIdentity, agent_targets
 from reconcile import GVK, Client, NotFound
 
-__all__ = ["DEFAULT_UNJOIN_WAIT", "Target", "member_targets", "run_unjoin"]
+__all__ = ["DEFAULT_UNJOIN_WAIT", "Target", "agent_host_targets", "member_targets", "run_unjoin"]
 
 DEFAULT_UNJOIN_WAIT: Final = 60.0
 """Seconds ``--wait`` gives the Cluster to be gone (karmadactl's default)."""
@@ -69,15 +73,35 @@ def member_targets(name: str) -> list[Target]:
     ]
 
 
+def agent_host_targets(name: str, identity: AgentIdentity) -> list[Target]:
+    """What ``reconcile register`` made on the host for Pull cluster ``name``'s agent: its
+    bindings and roles, its Lease and its ServiceAccount, in deletion order."""
+    return [Target(gvk, obj, namespace) for gvk, obj, namespace in agent_targets(name, identity)]
+
+
+def _is_pull(cluster: dict[str, Any]) -> bool:
+    return (cluster.get("spec") or {}).get("syncMode") == "Pull"
+
+
 def _secret_targets(cluster: dict[str, Any], cluster_namespace: str) -> list[Target]:
     spec = cluster.get("spec") or {}
-    refs = [
-        spec.get("secretRef")
-        or {"namespace": cluster_namespace, "name": cluster["metadata"]["name"]}
+    name = cluster["metadata"]["name"]
+    # A Pull cluster has no Secret unless it names one: none is guessed from its name.
+    default = None if _is_pull(cluster) else {"namespace": cluster_namespace, "name": name}
+    refs = [spec.get("secretRef") or default, spec.get("impersonatorSecretRef")]
+    return [
+        Target(SECRET, ref["name"], ref.get("namespace") or cluster_namespace)
+        for ref in refs
+        if ref
     ]
-    if spec.get("impersonatorSecretRef"):
-        refs.append(spec["impersonatorSecretRef"])
-    return [Target(SECRET, ref["name"], ref.get("namespace") or cluster_namespace) for ref in refs]
+
+
+def _agent_targets(cluster: dict[str, Any], cluster_namespace: str) -> list[Target]:
+    if not _is_pull(cluster):
+        return []
+    name = cluster["metadata"]["name"]
+    identity = AgentIdentity.recorded(cluster) or AgentIdentity.of(name, cluster_namespace)
+    return agent_host_targets(name, identity)
 
 
 async def _delete(client: Client, target: Target, out: TextIO) -> None:
@@ -116,6 +140,8 @@ async def _leftovers(
 ) -> list[tuple[Client, Target]]:
     # What an unjoin that gave up waiting left behind, found by the names join uses.
     candidates = [(host, Target(SECRET, name, cluster_namespace))]
+    identity = AgentIdentity.of(name, cluster_namespace)
+    candidates += [(host, target) for target in agent_host_targets(name, identity)]
     if member is not None:
         candidates += [(member, target) for target in member_targets(name)]
     return [(client, target) for client, target in candidates if await _exists(client, target)]
@@ -167,7 +193,9 @@ async def run_unjoin(
     except NotFound:
         await _finish(name, host, member, cluster_namespace, out, dry_run)
         return
-    secrets = _secret_targets(cluster, cluster_namespace)
+    secrets = _secret_targets(cluster, cluster_namespace) + _agent_targets(
+        cluster, cluster_namespace
+    )
     in_member = member_targets(name) if member is not None else []
     if dry_run:
         for target in [Target(CLUSTER_GVK, name), *secrets, *in_member]:

@@ -13,6 +13,18 @@ from controllers.cli import main
         ("taint", ["--overwrite", "--dry-run"]),
         ("cordon", ["--dry-run"]),
         ("uncordon", ["--dry-run"]),
+        (
+            "register",
+            [
+                "--cluster-namespace",
+                "--cluster-api-endpoint",
+                "--cluster-provider",
+                "--cluster-region",
+                "--host-endpoint",
+                "--output",
+                "--refresh",
+            ],
+        ),
         ("unjoin", ["--cluster-kubeconfig", "--cluster-context", "--wait", "--dry-run"]),
         ("get", ["--namespace", "--all-namespaces", "--clusters"]),
     ],

@@ -17,6 +17,7 @@ from anyio.abc import TaskStatus
 
 from controllers.cluster import MemberConfigError, MemberOptions
 from controllers.cluster.expiry import TokenLifetime
+from controllers.clusterscope import ClusterScope
 from reconcile import ClusterConfig
 from reconcile.multicluster import Engager
 
@@ -36,6 +37,7 @@ class AgentMember:
         self.name = name
         self.config = config
         self.options = options
+        self.scope = ClusterScope.only(name)
         self._engaged = False
         self._listeners: list[Callable[[str], None]] = []
 

@@ -3,12 +3,12 @@
 The agent runs in its member and reaches the host; nothing on the host holds a credential of the
 member. Its manager's own cluster is the host, its cache scoped to what the agent may read there
 (the Works of its execution namespace, its own Cluster by name: what ``reconcile register``'s
-RBAC allows); its member is engaged by ``AgentMember``. It runs, for that member only
-(``ClusterScope.only``), what karmada-agent runs: the cluster-status controller (probes, status,
-the heartbeat Lease the controller-manager's health monitor reads) and the execution controller
-(applies Works, reflects their status, which the controller-manager aggregates). Replicas elect
-their leader in the member (the Lease ``karmada-agent-<name>``, karmada-agent's name), and
-/metrics authenticates scrapers against the member, where they run.
+RBAC allows); its member is engaged by ``AgentMember``. It runs, for that member only (its
+scope is ``ClusterScope.only``), what karmada-agent runs: the cluster-status controller (probes,
+status, the heartbeat Lease the controller-manager's health monitor reads) and the execution
+controller (applies Works, reflects their status, which the controller-manager aggregates).
+Replicas elect their leader in the member (the Lease ``karmada-agent-<name>``, karmada-agent's
+name), and /metrics authenticates scrapers against the member, where they run.
 
 Before anything runs, the agent claims its Cluster (``registration``): a Cluster that is missing,
 not readable with the host credential, a Push cluster or another member's stops it with a clear
@@ -24,7 +24,6 @@ from controllers.agent.registration import Registration, claim_cluster, cluster_
 from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE, execution_namespace
 from controllers.cluster import ClusterStatusOptions, MemberOptions, Members
 from controllers.cluster.status import setup_cluster_status_controller
-from controllers.clusterscope import ClusterScope
 from controllers.context import Context
 from controllers.execution.controller import setup_execution_controller
 from reconcile import (
@@ -78,9 +77,7 @@ def build_agent(
     manager.cache.configure(CLUSTER_GVK, ByObject(field_selector=f"metadata.name={name}"))
     provider = AgentMember(name, member, MemberOptions(cluster_namespace=options.cluster_namespace))
     members = Members(manager, provider)
-    context = Context(
-        manager, members, cluster_status=options.cluster_status, scope=ClusterScope.only(name)
-    )
+    context = Context(manager, members, cluster_status=options.cluster_status)
     setup_cluster_status_controller(manager, members, options.cluster_status)
     setup_execution_controller(context)
     return manager, context

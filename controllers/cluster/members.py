@@ -45,6 +45,11 @@ class MemberProvider(Provider, Protocol):
         ...
 
     @property
+    def scope(self) -> ClusterScope:
+        """Which Clusters it engages (the others are served elsewhere)."""
+        ...
+
+    @property
     def engaged(self) -> frozenset[str]:
         """The names of the clusters it engaged."""
         ...

@@ -14,7 +14,14 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from controllers.agent import AgentOptions, Registration, build_agent, claim_cluster, cluster_id
+from controllers.agent import (
+    AgentError,
+    AgentOptions,
+    Registration,
+    build_agent,
+    claim_cluster,
+    cluster_id,
+)
 from controllers.api import (
     CLUSTER_GVK,
     KARMADA_CLUSTER_NAMESPACE,
@@ -85,8 +92,9 @@ def refused(logs: list[MutableMapping[str, Any]]) -> list[MutableMapping[str, An
 
 
 async def test_a_pull_member_is_served_by_its_agent_with_only_its_own_rights(
-    multicluster: Environment, client: Client, namespace: str, tmp_path: Path
+    multicluster: Environment, karmada_client: Client, namespace: str, tmp_path: Path
 ) -> None:
+    client = karmada_client
     name = f"pull-{secrets.token_hex(3)}"
     registered = await register_cluster(name, host=client)
     path = tmp_path / "agent.kubeconfig"
@@ -134,3 +142,17 @@ async def test_a_pull_member_is_served_by_its_agent_with_only_its_own_rights(
 
         await eventually(removed, timeout=30)
     assert refused(logs) == [], "the agent met a 403 on the happy path"
+
+
+async def test_an_agent_whose_credential_is_another_clusters_stops_saying_so(
+    multicluster: Environment, karmada_client: Client, tmp_path: Path
+) -> None:
+    """Bad input: started as member1 (a Push Cluster of another member) with the kubeconfig
+    register minted for this one, the agent claims nothing and says why."""
+    name = f"pull-{secrets.token_hex(3)}"
+    registered = await register_cluster(name, host=karmada_client)
+    path = tmp_path / "agent.kubeconfig"
+    path.write_text(registered.kubeconfig)
+    async with Client(await ClusterConfig.from_kubeconfig(path)) as on_host:
+        with pytest.raises(AgentError, match="may not read Cluster member1"):
+            await claim_cluster(on_host, "uid-of-this-member", Registration("member1"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from controllers.api import CLUSTER_GVK, crd_paths
 from reconcile import GVK
 from testenv import FakeClient
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+asyncio_test = pytest.mark.asyncio(loop_scope="session")
 
 
 def cluster(name: str = "m", **spec: Any) -> dict[str, Any]:
@@ -30,6 +31,7 @@ def host(*objects: dict[str, Any]) -> FakeClient:
     return fake
 
 
+@asyncio_test
 async def test_the_agent_sets_its_cluster_id_and_the_fields_it_was_told() -> None:
     fake = host(cluster(provider="old"))
     registration = Registration("m", api_endpoint="https://m.example:6443", region="eu")
@@ -47,6 +49,7 @@ async def test_the_agent_sets_its_cluster_id_and_the_fields_it_was_told() -> Non
     assert again["metadata"]["resourceVersion"] == claimed["metadata"]["resourceVersion"]
 
 
+@asyncio_test
 @pytest.mark.parametrize(
     ("stored", "words"),
     [
@@ -65,6 +68,7 @@ async def test_an_agent_that_cannot_serve_its_cluster_is_refused_saying_why(
         assert (await fake.get(CLUSTER_GVK, "m"))["spec"] == stored["spec"]
 
 
+@asyncio_test
 async def test_the_cluster_id_is_the_uid_of_kube_system() -> None:
     member = FakeClient()
     await member.create(
@@ -74,3 +78,17 @@ async def test_the_cluster_id_is_the_uid_of_kube_system() -> None:
     assert await cluster_id(member) == stored["metadata"]["uid"]
     with pytest.raises(AgentError, match="cannot read the member's namespace kube-system"):
         await cluster_id(FakeClient())
+
+
+def test_reconcile_agent_with_an_unusable_host_kubeconfig_exits_with_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controllers.cli import main
+
+    missing = tmp_path / "absent.kubeconfig"
+    argv = ["agent", "--cluster-name", "m", "--karmada-kubeconfig", str(missing)]
+    assert main([*argv, "--metrics-bind-address", "0"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("agent: ")
+    assert "absent.kubeconfig" in error
+    assert "Traceback" not in error

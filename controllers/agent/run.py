@@ -21,7 +21,12 @@ from dataclasses import dataclass, field, replace
 
 from controllers.agent.member import AgentMember
 from controllers.agent.registration import Registration, claim_cluster, cluster_id
-from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE, execution_namespace
+from controllers.api import (
+    CLUSTER_GVK,
+    KARMADA_CLUSTER_NAMESPACE,
+    WORK_GVK,
+    execution_namespace,
+)
 from controllers.cluster import ClusterStatusOptions, MemberOptions, Members
 from controllers.cluster.status import setup_cluster_status_controller
 from controllers.context import Context
@@ -63,9 +68,11 @@ def build_agent(
     """The agent's manager over ``host`` (a config, or a client for tests), its member engaged
     from ``member``, with the cluster-status and execution controllers for that member only."""
     name = options.registration.name
+    # No ManagerOptions.namespace: the manager gives it to every engaged cluster's cache too,
+    # and the agent's member objects (the Works' Deployments, ...) live in any namespace there.
+    # The host's Works are scoped by kind instead.
     manager_options = replace(
         base,
-        namespace=execution_namespace(name),
         leader_election_id=agent_lease_name(name),
         leader_election_config=base.leader_election_config or member,
     )
@@ -73,7 +80,9 @@ def build_agent(
         manager = Manager(client=host, options=manager_options)
     else:
         manager = Manager(host, options=manager_options)
-    # Its one Cluster, by name: RBAC lets the agent list and watch no other.
+    # What RBAC lets the agent list and watch on the host: the Works of its execution
+    # namespace, its one Cluster by name.
+    manager.cache.configure(WORK_GVK, ByObject(namespaces=(execution_namespace(name),)))
     manager.cache.configure(CLUSTER_GVK, ByObject(field_selector=f"metadata.name={name}"))
     provider = AgentMember(name, member, MemberOptions(cluster_namespace=options.cluster_namespace))
     members = Members(manager, provider)

@@ -117,6 +117,16 @@ async def test_a_pull_member_is_served_by_its_agent_with_only_its_own_rights(
             "a": "1"
         }
 
+        # Edited in the member, outside the execution namespace the agent's host cache is
+        # scoped to: its member watch sees it and the Work's content comes back.
+        await member_admin.patch(CONFIGMAP, "pulled", {"data": {"a": "2"}}, namespace=namespace)
+
+        async def reverted() -> bool:
+            found = await member_admin.get(CONFIGMAP, "pulled", namespace=namespace)
+            return bool(found["data"] == {"a": "1"})
+
+        await eventually(reverted, timeout=30)
+
         async def ready() -> bool:
             cluster = await client.get(CLUSTER_GVK, name)
             return (get_condition(cluster, "Ready") or {}).get("status") == "True"

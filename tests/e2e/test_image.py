@@ -2,7 +2,8 @@
 
 ``make image`` (deploy/image/build.py) builds the image offline; this test runs what the image
 holds, never the checkout: the controller-manager propagates a Deployment 2:1 and aggregates its
-status, answers /healthz and /readyz, and exits 0 on SIGTERM within its graceful timeout.
+status, answers /healthz and /readyz, and exits 0 on SIGTERM within its graceful timeout; its
+entrypoint also runs ``reconcile agent`` (deploy/agent's).
 
 It runs under podman when podman can run containers here. On this machine it cannot (``crun:
 setrlimit RLIMIT_NOFILE: Operation not permitted``: the sandbox may not set rlimits), so the
@@ -159,6 +160,21 @@ async def test_the_image_propagates_a_deployment_and_stops_on_sigterm(
             print(f"podman: {podman or 'ran it'}\n{log.read_text()[-6000:]}")
             raise
     assert status == 0, log.read_text()[-3000:]
+
+
+async def test_the_image_runs_reconcile_agent(
+    image: tuple[str, Path], bundle: Path, tmp_path: Path
+) -> None:
+    # deploy/agent and charts/reconcile-agent run the same image with `agent` arguments.
+    args = ["agent", "--help"]
+    podman = _podman_error(image)
+    command = (
+        _podman(image[0], tmp_path, args) if podman is None else _rootfs(bundle, tmp_path, args)
+    )
+    done = await anyio.run_process(command, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    for flag in (b"--cluster-name", b"--karmada-kubeconfig", b"--leader-elect"):
+        assert flag in done.stdout
 
 
 async def _propagates(env: Environment, namespace: str, probes: int) -> None:

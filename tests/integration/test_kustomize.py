@@ -4,7 +4,8 @@
 applies with the controller-manager unsharded (2 replicas, one leading), so its RBAC is what the
 controllers declare, no more; ``overlays/sharded`` renders exactly those files; the other
 overlays add Karmada's admission webhook (with the webhook's own declared RBAC) and the opt-in
-Secrets role. The real apiserver accepts every object of each render (a server-side dry run).
+Secrets role. The real apiserver accepts every object of each render (a server-side dry run), and
+of deploy/agent's (for a member; tests/unit/test_agent_deploy.py checks its content).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ async def test_the_secrets_overlay_adds_only_the_opt_in_role(host: ControlPlane)
 
 
 @pytest.mark.parametrize(
-    "directory", ["base", "overlays/sharded", "overlays/webhook", "overlays/propagate-secrets"]
+    "directory",
+    ["base", "overlays/sharded", "overlays/webhook", "overlays/propagate-secrets", "agent"],
 )
 async def test_the_apiserver_accepts_every_object_rendered(
     host: ControlPlane, directory: str

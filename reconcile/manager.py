@@ -135,7 +135,8 @@ class ManagerOptions:
     """Seconds the whole stop may take before what still winds down is cancelled. Defaults
     to 30."""
     namespace: str | None = None
-    """Restrict the cache to one namespace. Defaults to all namespaces."""
+    """Restrict the cache of the manager's own cluster (and of those ``add_cluster`` adds) to
+    one namespace; engaged clusters are not restricted. Defaults to all namespaces."""
     compress_cache: bool = False
     """Keep every cluster's cached objects deflated against a dictionary of their kind (a
     tenth to a twentieth of their JSON, a few microseconds more per read and write; see
@@ -355,7 +356,12 @@ class Manager:
             await leases.close()
 
     def _new_cluster(
-        self, name: str, config: ClusterConfig | None, client: Client | None = None
+        self,
+        name: str,
+        config: ClusterConfig | None,
+        client: Client | None = None,
+        *,
+        engaged: bool = False,
     ) -> Cluster:
         options = self.options
         if client is None:
@@ -364,7 +370,9 @@ class Manager:
             name,
             config,
             client=client,
-            namespace=options.namespace,
+            # The manager's namespace scopes its own cluster: an engaged cluster is another
+            # cluster, whose objects live where its controllers put them.
+            namespace=None if engaged else options.namespace,
             compress_cache=options.compress_cache,
         )
         cluster.api_reader.write_guard = self._refuse_unless_leader
@@ -572,7 +580,7 @@ class Manager:
                     return
                 log.info("cluster engaged with another config, replacing it", cluster=name)
                 await self._disengage_now(name)
-            cluster = self._new_cluster(name, config, client)
+            cluster = self._new_cluster(name, config, client, engaged=True)
             self.clusters[name] = cluster
             task = self._cluster_tasks[name] = _ClusterTask()
             self._engaged[name] = _Engagement(owner, config, client)

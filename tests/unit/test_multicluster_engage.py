@@ -325,3 +325,22 @@ async def test_testenvs_fake_clusters_drive_the_manager() -> None:
         await clusters.settled()
         assert set(manager.engaged()) == {"east", "north"}
         assert not west.cache.started
+
+
+async def test_the_managers_namespace_scopes_its_own_cluster_not_the_engaged_ones() -> None:
+    """An agent's manager is scoped to its namespace of the host; its member's objects live in
+    whatever namespaces its Works name (#31: the member's cache saw one namespace only)."""
+    member = FakeClient()
+    await member.create(_configmap("elsewhere", namespace="apps"))
+    host = FakeClient()
+    await host.create(_configmap("mine", namespace="scoped"))
+    await host.create(_configmap("not-mine", namespace="apps"))
+    options = ManagerOptions(metrics_bind_address="0", namespace="scoped")
+    manager = Manager(client=host, options=options)
+    manager.add_provider(ListProvider({"member": member}))
+    seen: list[Request] = []
+    builder = controller_managed_by(manager)
+    builder.for_(CONFIGMAP, cluster=Engaged(include_host=True)).complete(_recorder(seen))
+    async with _started(manager):
+        await _until(lambda: len(seen) >= 2)
+    assert set(seen) == {Request("mine", "scoped", ""), Request("elsewhere", "apps", "member")}

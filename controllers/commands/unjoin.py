@@ -28,6 +28,7 @@ from typing import Any, Final, TextIO
 import anyio
 
 from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE
+from controllers.cluster.lease import LEASE
 from controllers.commands.errors import CommandError
 from controllers.join import cluster_role_name, service_account_name
 from controllers.register import AgentIdentity, agent_targets
@@ -97,9 +98,11 @@ def _secret_targets(cluster: dict[str, Any], cluster_namespace: str) -> list[Tar
 
 
 def _agent_targets(cluster: dict[str, Any], cluster_namespace: str) -> list[Target]:
-    if not _is_pull(cluster):
-        return []
     name = cluster["metadata"]["name"]
+    if not _is_pull(cluster):
+        # The heartbeat Lease the cluster-status controller renews for a Push member; a Pull
+        # member's is among its agent's objects. Left behind, a second unjoin would find it.
+        return [Target(LEASE, name, cluster_namespace)]
     identity = AgentIdentity.recorded(cluster) or AgentIdentity.of(name, cluster_namespace)
     return agent_host_targets(name, identity)
 

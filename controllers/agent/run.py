@@ -68,9 +68,8 @@ def build_agent(
     """The agent's manager over ``host`` (a config, or a client for tests), its member engaged
     from ``member``, with the cluster-status and execution controllers for that member only."""
     name = options.registration.name
-    # No ManagerOptions.namespace: the manager gives it to every engaged cluster's cache too,
-    # and the agent's member objects (the Works' Deployments, ...) live in any namespace there.
-    # The host's Works are scoped by kind instead.
+    # The host is scoped per kind (below), not with ManagerOptions.namespace: each kind
+    # exactly as register's RBAC allows it.
     manager_options = replace(
         base,
         leader_election_id=agent_lease_name(name),

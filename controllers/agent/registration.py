@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controllers.api import CLUSTER_GVK, cluster_spec
+from controllers.register import check_cluster_name
 from reconcile import GVK, Client, Conflict, Forbidden, NotFound, Unauthorized, deep_copy
 
 __all__ = ["AgentError", "Registration", "claim_cluster", "cluster_id"]
@@ -39,12 +40,20 @@ class AgentError(RuntimeError):
 
 @dataclass(frozen=True)
 class Registration:
-    """What the agent sets in its Cluster's spec (None: left as it is)."""
+    """What the agent sets in its Cluster's spec (None: left as it is).
+
+    Raises:
+        RegisterError: ``name`` is no Cluster name (``register.check_cluster_name``): it goes
+            into a field selector and a namespace name, so nothing else may pass.
+    """
 
     name: str
     api_endpoint: str | None = None
     provider: str | None = None
     region: str | None = None
+
+    def __post_init__(self) -> None:
+        check_cluster_name(self.name)
 
 
 async def cluster_id(member: Client) -> str:

@@ -92,3 +92,20 @@ def test_reconcile_agent_with_an_unusable_host_kubeconfig_exits_with_a_clear_err
     assert error.startswith("agent: ")
     assert "absent.kubeconfig" in error
     assert "Traceback" not in error
+
+
+@pytest.mark.parametrize("name", ["m,metadata.name=other", "M", "a" * 49, "", "m/x"])
+def test_a_cluster_name_that_is_no_cluster_name_is_refused_before_any_request(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hostile --cluster-name: it becomes a field selector and a namespace; refused at once."""
+    from controllers.cli import main
+
+    with pytest.raises(ValueError, match="cluster name"):
+        Registration(name)
+    kubeconfig = tmp_path / "never-read.kubeconfig"  # refused before it is looked at
+    argv = ["agent", "--cluster-name", name, "--karmada-kubeconfig", str(kubeconfig)]
+    assert main([*argv, "--metrics-bind-address", "0"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("agent: cluster name")
+    assert "Traceback" not in error

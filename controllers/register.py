@@ -34,6 +34,7 @@ from typing import Any, Final
 import yaml
 
 from controllers.api import CLUSTER_GVK, KARMADA_CLUSTER_NAMESPACE, execution_namespace
+from controllers.cluster.connection import MemberConfigError, member_endpoint
 from reconcile import GVK, AlreadyExists, Client, NotFound
 
 __all__ = [
@@ -341,6 +342,24 @@ async def _ensure_lease(host: Client, cluster: dict[str, Any], namespace: str) -
         await host.create(lease)
 
 
+def _host_endpoint(server: str) -> str:
+    """``server`` as the agent's kubeconfig names it: https only, as member endpoints (the
+    agent's token would otherwise cross the network in clear text; ``member_endpoint``).
+
+    Raises:
+        RegisterError: it is no https URL, saying why.
+    """
+    try:
+        return member_endpoint(server)
+    except MemberConfigError as error:
+        raise RegisterError(
+            # The value is not echoed: its user info may be a password.
+            f"--host-endpoint is refused ({error.reason}): the agent's token "
+            "goes there, so it must be https://host[:port][/path], without user info, query "
+            "or fragment"
+        ) from None
+
+
 def _result(
     host: Client, name: str, identity: AgentIdentity, token: tuple[str, str], server: str | None
 ) -> RegisterResult:
@@ -379,6 +398,8 @@ async def register_cluster(
             gone; register again without ``refresh``).
     """
     check_cluster_name(name)
+    if server is not None:
+        server = _host_endpoint(server)
     identity = AgentIdentity.of(name, cluster_namespace)
     existing = await _check_cluster(host, name, identity)
     if refresh:

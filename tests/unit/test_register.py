@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.api import crd_paths
+from controllers.api import CLUSTER_GVK, crd_paths
 from controllers.commands.register import write_private
 from controllers.commands.unjoin import agent_host_targets, run_unjoin
 from controllers.register import (
@@ -26,6 +26,7 @@ from controllers.register import (
     check_cluster_name,
     kubeconfig,
     pull_cluster,
+    register_cluster,
 )
 from testenv import FakeClient
 
@@ -246,3 +247,23 @@ async def test_unjoin_of_a_pull_cluster_deletes_its_agent_and_guesses_no_secret(
         f"{t} would be deleted (dry run)" for t in agent_host_targets("m1", identity)
     ]
     assert f'serviceaccount "karmada-agent-m1" in namespace {namespace}' in lines[-1]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+@pytest.mark.parametrize(
+    ("endpoint", "reason"),
+    [
+        ("http://host.example:6443", "InsecureEndpoint"),
+        ("https://user:secret@host.example", "InvalidEndpoint"),
+        ("https://host.example/?next=evil", "InvalidEndpoint"),
+        ("host.example\n:6443", "InvalidEndpoint"),
+    ],
+)
+async def test_a_host_endpoint_the_token_could_leak_through_is_refused_before_any_write(
+    endpoint: str, reason: str
+) -> None:
+    fake = FakeClient(crds=crd_paths())
+    with pytest.raises(RegisterError, match=f"--host-endpoint is refused \\({reason}\\)") as caught:
+        await register_cluster("m1", host=fake, server=endpoint)
+    assert "secret" not in str(caught.value)
+    assert (await fake.list(CLUSTER_GVK))["items"] == []
